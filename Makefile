@@ -1,0 +1,41 @@
+# Every target installs what it needs into .venv first (idempotent), so each one
+# works on a fresh machine that has python3 with venv.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: venv check test test-slow bench java-check clean
+
+venv: $(STAMP)
+
+# Create the virtual environment only if it is missing.
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# (Re-)install only when pyproject.toml is newer than the stamp.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+check: venv
+	$(VENV)/bin/kipcheck check
+
+test: venv
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-slow: venv
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+bench: venv
+	$(PY) -m bench.explore
+
+java-check:
+	bash scripts/require-java
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

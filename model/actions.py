@@ -1,0 +1,740 @@
+"""The protocol steps: one pure function per step, ``action(s, cfg, d, *args) -> State | None``.
+
+``None`` means the step is not enabled.  Guards come first, the effect last.  Names are
+actor-verb-object in Kafka's words; rule IDs (F-*, R-*, D-*, L-*, Z-*) point into
+``shared/reference/kafka-behaviour.md``.  Helpers whose names start with ``_`` are parts of a
+step (what a node does on receipt of a request, how a reply travels), not steps themselves.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model import kafka
+from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
+                          INTER_BROKER_LISTENER, KRAFT, ZK, Design, ModelConfig)
+from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
+                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION,
+                         Channel, Event, Item, Msg, Node, Record, Reply, Response, State, Write)
+
+# --------------------------------------------------------------------------------------------
+# small pure helpers
+
+
+def _set_node(s: State, n: int, node: Node) -> State:
+    nodes = list(s.nodes)
+    nodes[n] = node
+    return replace(s, nodes=tuple(nodes))
+
+
+def _respond(s: State, c: int, response: Response) -> State:
+    """Client ``c`` receives a final response."""
+    clients = list(s.clients)
+    cl = clients[c]
+    clients[c] = cl._replace(responses=cl.responses + (response,))
+    return replace(s, clients=tuple(clients))
+
+
+def _waiting(s: State, c: int) -> bool:
+    cl = s.clients[c]
+    return cl.sent and not cl.responses
+
+
+def principal_index(cfg: ModelConfig, principal: str) -> int:
+    return principal_names(cfg).index(principal)
+
+
+def principal_names(cfg: ModelConfig) -> tuple:
+    names = {n.principal for n in cfg.nodes} | {c.principal for c in cfg.clients}
+    names |= {c.claimed_principal for c in cfg.clients if c.claimed_principal}
+    names |= {p for p, _ in cfg.acls}
+    return tuple(sorted(names))
+
+
+def advertised_version(s: State, cfg: ModelConfig, d: Design, n: int) -> int:
+    """F-35: the max version of the forwardable APIs node ``n`` advertises to clients: the
+    intersection with the active controller's range once the channel knows it."""
+    own = cfg.nodes[n].api_max
+    known = s.nodes[n].ctrl_versions
+    if known == NO_VERSIONS or d.versions_not_intersected:
+        return own
+    return min(own, known)
+
+
+def metadata_version(s: State, n: int | None = None) -> int:
+    """metadata.version from the FeatureLevelRecords of the log: the committed log, or the
+    prefix node ``n`` has replayed (a controller starts at MINIMUM_KRAFT_VERSION, R-3)."""
+    log = s.quorum.log
+    upto = len(log) if n is None else s.nodes[n].replayed
+    level = kafka.MINIMUM_KRAFT_VERSION
+    for rec in log[:upto]:
+        if rec.kind == FEATURE_LEVEL:
+            level = rec.a
+    return level
+
+
+def item_timeout(cfg: ModelConfig, d: Design, item: Item) -> int | None:
+    """The channel's retry timeout for an item (F-17), None when it has none."""
+    if item.kind == FORWARD:
+        return None if d.forward_without_deadline else cfg.forward_timeout
+    return cfg.registration_timeout
+
+
+def expired_item(s: State, cfg: ModelConfig, d: Design, n: int) -> Item | None:
+    """The item node ``n``'s channel must time out now, if any: the one in flight, else the
+    head of the queue (F-19: now - created >= retryTimeout).  The queue is in creation order
+    (FIFO, and a re-queued item is the oldest), so only these two can be due."""
+    ch = s.nodes[n].channel
+    item = ch.inflight or (ch.queue[0] if ch.queue else ())
+    if not item:
+        return None
+    timeout = item_timeout(cfg, d, item)
+    if timeout is not None and s.now - item.created >= timeout:
+        return item
+    return None
+
+
+def provider_controller(s: State, cfg: ModelConfig, n: int) -> int:
+    """F-15: the controller a node's channel would talk to.  Brokers use their metadata cache
+    (learned late); KRaft controllers ask their own Raft client, which knows the leader."""
+    if cfg.mode == KRAFT and cfg.nodes[n].role == CONTROLLER:
+        return s.quorum.leader
+    return s.nodes[n].known_controller
+
+
+def target_listener(cfg: ModelConfig, p: int) -> int:
+    """L-29: broker-to-controller traffic uses the controller listener (KRaft) or the
+    privileged inter-broker listener (ZK)."""
+    role = CONTROLLER_LISTENER if cfg.mode == KRAFT else INTER_BROKER_LISTENER
+    return cfg.listener_index(cfg.node_listener(p, role).name)
+
+
+def wants_tick(s: State) -> bool:
+    """Somebody waits for time: a channel item's deadline or a backoff timer."""
+    for node in s.nodes:
+        if not node.alive:
+            continue
+        ch = node.channel
+        if ch.queue or ch.inflight:
+            return True
+        if node.retry_at != NO_TIME and node.retry_at > s.now:
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# replies and connections
+
+
+def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int,
+                inner_err: int) -> State:
+    """Answer a request: to a client directly, or as an EnvelopeResponse / registration
+    response message.  A reply to a dead node is lost with its connection."""
+    if reply.how == REPLY_CLIENT:
+        code = env_err if env_err else inner_err
+        return _respond(s, reply.to, Response(code, envelope_error=env_err))
+    if not s.nodes[reply.to].alive:
+        return s
+    if reply.how == REPLY_ENVELOPE:
+        msg = Msg(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key, env_err, inner_err)
+    else:
+        msg = Msg(REGISTRATION_RESPONSE, src, reply.to, reply.listener, reply.to, env_err or inner_err,
+                  reply.key)
+    return replace(s, network=s.network | {msg})
+
+
+def _reply_not_controller(s: State, cfg: ModelConfig, d: Design, src: int, reply: Reply) -> State:
+    """F-34: an inner NOT_CONTROLLER becomes the envelope's own error with no payload."""
+    if reply.how == REPLY_ENVELOPE and not d.not_controller_inside_ok_envelope:
+        return _send_reply(s, cfg, src, reply, kafka.NOT_CONTROLLER, kafka.NONE)
+    return _send_reply(s, cfg, src, reply, kafka.NONE, kafka.NOT_CONTROLLER)
+
+
+def _requeue_front(node: Node) -> Node:
+    """F-21.3/4: forget the controller and put the in-flight item back at the front."""
+    ch = node.channel
+    queue = (ch.inflight._replace(requeued=True),) + ch.queue if ch.inflight else ch.queue
+    return replace(node, channel=Channel(NO_NODE, queue, ()))
+
+
+def _close_connection(s: State, cfg: ModelConfig, reply: Reply) -> State:
+    """The receiver closes the connection without answering (F-23, F-24): the sender sees a
+    disconnect."""
+    if reply.how == REPLY_CLIENT:
+        return _respond(s, reply.to, Response(kafka.NETWORK_EXCEPTION))
+    node = s.nodes[reply.to]
+    inflight = node.channel.inflight
+    if not node.alive or not inflight or inflight.kind != FORWARD or inflight.key != reply.key:
+        return s
+    return _set_node(s, reply.to, _requeue_front(node))
+
+
+def _on_connection(m: Msg, n: int, item: Item) -> bool:
+    """Is message ``m`` the request or the response of node n's channel item ``item``?"""
+    if item.kind == FORWARD:
+        return ((m.kind == ENVELOPE_REQUEST and m.src == n and m.key == item.key)
+                or (m.kind == ENVELOPE_RESPONSE and m.dst == n and m.key == item.key))
+    return ((m.kind == REGISTRATION_REQUEST and m.src == n and m.a == item.key)
+            or (m.kind == REGISTRATION_RESPONSE and m.dst == n and m.b == item.key))
+
+
+def _connection_messages(s: State, n: int, item: Item) -> frozenset:
+    return frozenset(m for m in s.network if _on_connection(m, n, item))
+
+
+# --------------------------------------------------------------------------------------------
+# what a controller does with a mutation it accepted
+
+
+def _controller_accepts_mutation(s: State, cfg: ModelConfig, d: Design, r: int, req: int,
+                                 reply: Reply, via_envelope: bool, privileged: bool,
+                                 sender_ca: bool) -> State:
+    if cfg.mode == ZK:
+        # The ZK controller queues an event; the write happens when the event runs (Z-2).
+        acked = d.ack_before_commit
+        if acked:
+            s = _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE)
+        node = s.nodes[r]
+        event = Event(req, reply, via_envelope, privileged, sender_ca, acked)
+        return _set_node(s, r, replace(node, events=node.events + (event,)))
+    q = s.quorum
+    if q.leader != r:
+        # QuorumController: the write event fails with NotControllerException (R-13, F-28).
+        return _reply_not_controller(s, cfg, d, r, reply)
+    record = Record(MUTATION_RECORD, req, 0, q.epoch, r, via_envelope, sender_ca)
+    if d.ack_before_commit:
+        s = _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE)
+        pending = (record, ())
+    else:
+        pending = (record, reply)
+    return replace(s, quorum=replace(s.quorum, uncommitted=s.quorum.uncommitted + (pending,)))
+
+
+def _receive_envelope(s: State, cfg: ModelConfig, d: Design, r: int, req: int, version: int,
+                      hops: int, listener: int, sender_principal: str, reply: Reply) -> State:
+    """The receiving side of an EnvelopeRequest, checks in Kafka's order (F-22..F-30)."""
+    spec = cfg.clients[req]
+    inner_principal = spec.claimed_principal if spec.kind == FORGED_ENVELOPE else spec.principal
+    sender_ca = cfg.allows(sender_principal, kafka.CLUSTER_ACTION)
+    privileged_listener = cfg.privileged_listener(r)
+    privileged = (privileged_listener is not None
+                  and cfg.listener_names[listener] == privileged_listener.name)
+    if cfg.mode == ZK:
+        if not cfg.zk_forwarding or not cfg.nodes[r].principal_serde:
+            return _close_connection(s, cfg, reply)                                   # F-23
+        if not privileged and not d.envelope_any_listener:
+            return _close_connection(s, cfg, reply)                                   # F-24
+        if not sender_ca:
+            return _send_reply(s, cfg, r, reply, kafka.CLUSTER_AUTHORIZATION_FAILED, 0)  # F-25
+        if not s.nodes[r].zk_active:                                                  # F-26
+            if d.reforward_forwarded and reply.how == REPLY_ENVELOPE:
+                p = s.nodes[r].known_controller
+                if p != NO_NODE and p != r and s.nodes[p].alive:
+                    msg = Msg(ENVELOPE_REQUEST, r, p, target_listener(cfg, p), req, version,
+                              hops + 1, principal_index(cfg, cfg.nodes[r].principal))
+                    return replace(s, network=s.network | {msg})
+            return _send_reply(s, cfg, r, reply, kafka.NOT_CONTROLLER, kafka.NONE)
+    else:
+        if not sender_ca:
+            return _send_reply(s, cfg, r, reply, kafka.CLUSTER_AUTHORIZATION_FAILED, 0)  # F-28
+        if not cfg.nodes[r].principal_serde:
+            return _send_reply(s, cfg, r, reply, kafka.PRINCIPAL_DESERIALIZATION_FAILURE, 0)  # F-29a
+    if version > cfg.nodes[r].api_max:
+        return _send_reply(s, cfg, r, reply, kafka.UNSUPPORTED_VERSION, kafka.NONE)    # F-29e
+    # F-30: the inner request runs as the forwarded principal.
+    acting = sender_principal if d.authorize_as_forwarder else inner_principal
+    if not cfg.allows(acting, kafka.API_OPERATION[spec.api]):
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.API_DENIED_ERROR[spec.api])
+    return _controller_accepts_mutation(s, cfg, d, r, req, reply, True, privileged, sender_ca)
+
+
+def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int, n: int,
+                                   listener: int) -> State:
+    """DescribeCluster v1 on a broker (D-2) or a controller (D-1), then D-3."""
+    spec = cfg.clients[c]
+    is_controller = cfg.nodes[n].role == CONTROLLER
+    if is_controller:
+        if metadata_version(s, n) < kafka.MV_3_7_IV0:
+            return _respond(s, c, Response(kafka.UNSUPPORTED_VERSION))                # D-1.1
+        if not cfg.allows(spec.principal, kafka.ALTER_CLUSTER):
+            return _respond(s, c, Response(kafka.CLUSTER_AUTHORIZATION_FAILED))       # D-1.2
+    expected = kafka.ENDPOINT_CONTROLLER if is_controller else kafka.ENDPOINT_BROKER
+    if spec.endpoint_type not in (kafka.ENDPOINT_BROKER, kafka.ENDPOINT_CONTROLLER):
+        return _respond(s, c, Response(kafka.UNSUPPORTED_ENDPOINT_TYPE))              # D-3.1
+    if spec.endpoint_type != expected:
+        return _respond(s, c, Response(kafka.MISMATCHED_ENDPOINT_TYPE))               # D-3.2
+    name = cfg.listener_names[listener]
+    if is_controller:
+        # R-21: registrations in the log this controller has replayed.
+        candidates = sorted({rec.a for rec in s.quorum.log[:s.nodes[n].replayed]
+                             if rec.kind == REGISTER_CONTROLLER})
+    else:
+        # L-27: alive brokers.
+        candidates = [b for b in cfg.brokers() if s.nodes[b].alive]
+    endpoints = set()
+    for x in candidates:
+        for lst in cfg.nodes[x].listeners:
+            if lst.name == name or d.metadata_all_listeners:
+                endpoints.add((x, cfg.listener_index(lst.name)))
+    return _respond(s, c, Response(kafka.NONE, endpoints=frozenset(endpoints)))
+
+
+# --------------------------------------------------------------------------------------------
+# client steps
+
+
+def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State | None:
+    """An admin client sends its one request to its bootstrap node on its listener; the node
+    handles it on arrival (the client link is reliable; node crashes are the faults)."""
+    if s.clients[c].sent:
+        return None
+    spec = cfg.clients[c]
+    n = spec.node
+    listener = cfg.listener_index(spec.listener)
+    version = advertised_version(s, cfg, d, n)
+    clients = list(s.clients)
+    clients[c] = clients[c]._replace(sent=True, version=version)
+    s = replace(s, clients=tuple(clients))
+    node = s.nodes[n]
+    if not node.alive:
+        return _respond(s, c, Response(kafka.NETWORK_EXCEPTION))
+    if spec.kind == DESCRIBE:
+        return _node_handles_describe_cluster(s, cfg, d, c, n, listener)
+    reply = Reply(REPLY_CLIENT, c, c, listener)
+    if spec.kind == FORGED_ENVELOPE:
+        # A client that writes its own EnvelopeRequest (KAFKA-12168's trust boundary).
+        return _receive_envelope(s, cfg, d, n, c, version, 1, listener, spec.principal, reply)
+    if cfg.mode == ZK:
+        if node.zk_active:
+            return _controller_handles_client_mutation(s, cfg, d, n, c, reply)
+        if d.brokers_write_zk or not cfg.zk_forwarding:
+            return _broker_writes_zk(s, cfg, d, n, c)                              # F-5, Z-5
+        return _broker_forwards_request(s, n, c)                                   # F-3
+    if cfg.nodes[n].role == BROKER:
+        return _broker_forwards_request(s, n, c)                                   # F-2
+    return _controller_handles_client_mutation(s, cfg, d, n, c, reply)             # D-7
+
+
+def _broker_forwards_request(s: State, n: int, c: int) -> State:
+    """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
+    node = s.nodes[n]
+    ch = node.channel
+    item = Item(FORWARD, c, s.now, False)
+    return _set_node(s, n, replace(node, channel=ch._replace(queue=ch.queue + (item,))))
+
+
+def _controller_handles_client_mutation(s: State, cfg: ModelConfig, d: Design, n: int, c: int,
+                                        reply: Reply) -> State:
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        return _respond(s, c, Response(kafka.API_DENIED_ERROR[spec.api]))
+    return _controller_accepts_mutation(s, cfg, d, n, c, reply, False, False, False)
+
+
+def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> State:
+    """Z-5: a non-controller ZK broker writes configs/ACLs itself, guarded only by a check
+    that some /controller exists (last writer wins)."""
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        return _respond(s, c, Response(kafka.API_DENIED_ERROR[spec.api]))
+    zk = s.zk
+    if zk.controller == NO_NODE:
+        return _respond(s, c, Response(kafka.STALE_CONTROLLER_EPOCH))
+    write = Write(c, n, -1, zk.epoch, False, False, False)
+    s = replace(s, zk=replace(zk, writes=zk.writes + (write,)))
+    return _respond(s, c, Response(kafka.NONE))
+
+
+# --------------------------------------------------------------------------------------------
+# metadata cache and the controller channel (NodeToControllerChannelManager)
+
+
+def broker_learns_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """A broker's metadata cache catches up with who the controller is: a ZK watch on
+    /controller (Z-1), or the KRaft leader seen by its Raft client.  Late by design."""
+    node = s.nodes[n]
+    if not node.alive or cfg.nodes[n].role != BROKER or node.session_expired:
+        return None
+    truth = s.zk.controller if cfg.mode == ZK else s.quorum.leader
+    if node.known_controller == truth:
+        return None
+    return _set_node(s, n, replace(node, known_controller=truth))
+
+
+def channel_discovers_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """F-20: with no cached controller and work queued, ask the provider (F-15)."""
+    node = s.nodes[n]
+    ch = node.channel
+    if not node.alive or ch.cached != NO_NODE or not ch.queue:
+        return None
+    p = provider_controller(s, cfg, n)
+    if p == NO_NODE:
+        return None
+    return _set_node(s, n, replace(node, channel=ch._replace(cached=p),
+                                   not_controller_from=node.not_controller_from - {p}))
+
+
+def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """F-16, F-19: send the head of the queue to the cached controller, one at a time.  A
+    dead controller means a failed connection: forget it (F-21.3)."""
+    node = s.nodes[n]
+    ch = node.channel
+    if not node.alive or ch.inflight or not ch.queue or ch.cached == NO_NODE:
+        return None
+    if expired_item(s, cfg, d, n) is not None:
+        return None
+    p = ch.cached
+    if not s.nodes[p].alive:
+        return _set_node(s, n, replace(node, channel=ch._replace(cached=NO_NODE)))
+    if len(s.network) >= cfg.max_in_flight:
+        return None
+    item = ch.queue[0]
+    listener = target_listener(cfg, p)
+    if item.kind == FORWARD:
+        msg = Msg(ENVELOPE_REQUEST, n, p, listener, item.key, s.clients[item.key].version,
+                  item.hops, principal_index(cfg, cfg.nodes[n].principal))
+        versions = cfg.nodes[p].api_max          # learned from ApiVersions on connect (F-35)
+    else:
+        msg = Msg(REGISTRATION_REQUEST, n, p, listener, n, item.key, 0,
+                  principal_index(cfg, cfg.nodes[n].principal))
+        versions = node.ctrl_versions
+    node = replace(node, channel=Channel(p, ch.queue[1:], item), ctrl_versions=versions)
+    return replace(_set_node(s, n, node), network=s.network | {msg})
+
+
+def channel_times_out_request(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """F-19: an item older than the retry timeout is dropped and its handler's onTimeout runs:
+    the forwarded request gets REQUEST_TIMED_OUT (F-17, table 1.6); the registration manager
+    clears pendingRpc and backs off (R-6, R-7).  An expired in-flight item is the network
+    timeout: the connection closes and its messages are gone."""
+    node = s.nodes[n]
+    if not node.alive:
+        return None
+    item = expired_item(s, cfg, d, n)
+    if item is None:
+        return None
+    ch = node.channel
+    network = s.network
+    if item is ch.inflight:
+        network = network - _connection_messages(s, n, item)
+        ch = Channel(NO_NODE, ch.queue, ())
+    else:
+        ch = ch._replace(queue=ch.queue[1:])
+    node = replace(node, channel=ch)
+    if item.kind == REGISTRATION:
+        node = replace(node, pending_rpc=d.registration_pending_stuck, retry_at=s.now + 1)
+    s = replace(_set_node(s, n, node), network=network)
+    if item.kind == FORWARD and _waiting(s, item.key):
+        s = _respond(s, item.key, Response(kafka.REQUEST_TIMED_OUT, retried=item.requeued))
+    return s
+
+
+def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
+                                     m: Msg) -> State | None:
+    """F-21 and table 1.6: NOT_CONTROLLER re-queues at the front and forgets the controller;
+    otherwise the callback completes and the client gets its answer."""
+    if m.kind != ENVELOPE_RESPONSE or m not in s.network:
+        return None
+    n = m.dst
+    node = s.nodes[n]
+    ch = node.channel
+    if (not node.alive or not ch.inflight or ch.inflight.kind != FORWARD
+            or ch.inflight.key != m.key or ch.cached != m.src):
+        return None
+    s = replace(s, network=s.network - {m})
+    item = ch.inflight
+    if m.a == kafka.NOT_CONTROLLER:
+        node = _requeue_front(node)
+        node = replace(node, not_controller_from=node.not_controller_from | {m.src})
+        return _set_node(s, n, node)
+    told = node.not_controller_from | {m.src} if m.b == kafka.NOT_CONTROLLER else node.not_controller_from
+    s = _set_node(s, n, replace(node, channel=ch._replace(inflight=()), not_controller_from=told))
+    if not _waiting(s, m.key):
+        return s
+    if m.a == kafka.NONE:
+        response = Response(m.b, retried=item.requeued)
+    elif m.a == kafka.UNSUPPORTED_VERSION:
+        # The forwarder closes the client connection so it renegotiates (KAFKA-10674).
+        response = Response(kafka.NETWORK_EXCEPTION, envelope_error=m.a, retried=item.requeued)
+    else:
+        code = m.a if d.leak_envelope_error else kafka.UNKNOWN_SERVER_ERROR
+        response = Response(code, envelope_error=m.a, retried=item.requeued)
+    return _respond(s, m.key, response)
+
+
+def node_discards_stale_response(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
+    """A response nobody waits for (its connection is gone, or it answers an old
+    incarnation) is dropped on arrival."""
+    if m.kind not in (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) or m not in s.network:
+        return None
+    if _response_matches(s, m):
+        return None
+    return replace(s, network=s.network - {m})
+
+
+def _response_matches(s: State, m: Msg) -> bool:
+    node = s.nodes[m.dst]
+    inflight = node.channel.inflight
+    if not node.alive or not inflight or node.channel.cached != m.src:
+        return False
+    if m.kind == ENVELOPE_RESPONSE:
+        return inflight.kind == FORWARD and inflight.key == m.key
+    return inflight.kind == REGISTRATION and inflight.key == m.b == node.incarnation
+
+
+# --------------------------------------------------------------------------------------------
+# controllers
+
+
+def controller_handles_envelope(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
+    """Deliver an EnvelopeRequest to its controller (any order: the network reorders)."""
+    if m.kind != ENVELOPE_REQUEST or m not in s.network or not s.nodes[m.dst].alive:
+        return None
+    s = replace(s, network=s.network - {m})
+    reply = Reply(REPLY_ENVELOPE, m.src, m.key, m.listener, m.b)
+    sender = principal_names(cfg)[m.sender_principal]
+    return _receive_envelope(s, cfg, d, m.dst, m.key, m.a, m.b, m.listener, sender, reply)
+
+
+def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """Z-2/Z-3: the ZK controller runs its next queued write as a multi with a CheckOp on the
+    /controller_epoch zkVersion it got at election; BADVERSION means the controller moved:
+    ControllerMovedException, resign, answer NOT_CONTROLLER."""
+    node = s.nodes[n]
+    if cfg.mode != ZK or not node.alive or not node.events:
+        return None
+    event, rest = node.events[0], node.events[1:]
+    node = replace(node, events=rest)
+    zk = s.zk
+    if not node.zk_active:
+        s = _set_node(s, n, node)
+        return s if event.acked else _reply_not_controller(s, cfg, d, n, event.reply)
+    if d.zombie_writes_unfenced or node.zk_epoch_version == zk.epoch_version:
+        write = Write(event.req, n, node.zk_epoch, zk.epoch, event.via_envelope,
+                      event.privileged, event.sender_cluster_action)
+        s = replace(_set_node(s, n, node), zk=replace(zk, writes=zk.writes + (write,)))
+        return s if event.acked else _send_reply(s, cfg, n, event.reply, kafka.NONE, kafka.NONE)
+    node = replace(node, zk_active=False, zk_epoch=-1, zk_epoch_version=-1)
+    s = _set_node(s, n, node)
+    return s if event.acked else _reply_not_controller(s, cfg, d, n, event.reply)
+
+
+def controller_commits_records(s: State, cfg: ModelConfig, d: Design) -> State | None:
+    """The KRaft leader commits what it appended; waiting requests are answered only now
+    (R-17: 'the success response is sent only after the record is committed')."""
+    q = s.quorum
+    if cfg.mode != KRAFT or not q.uncommitted or q.leader == NO_NODE or not s.nodes[q.leader].alive:
+        return None
+    log = q.log + tuple(rec for rec, _ in q.uncommitted)
+    s = replace(s, quorum=replace(q, log=log, uncommitted=()))
+    # The active controller applied these records when it generated them: no replay lag.
+    leader = s.nodes[q.leader]
+    if leader.replayed == len(q.log):
+        s = _set_node(s, q.leader, replace(leader, replayed=len(log)))
+    for _, reply in q.uncommitted:
+        if reply:
+            s = _send_reply(s, cfg, q.leader, reply, kafka.NONE, kafka.NONE)
+    return s
+
+
+def controller_sends_registration(s: State, cfg: ModelConfig, d: Design, c: int) -> State | None:
+    """R-3/R-4: the manager's maybeSendControllerRegistration event runs.  It is queued only
+    at start-up (R-2), by a metadata delta touching this controller's registration or the
+    features (R-8), or by the failure backoff timer (R-7) -- there is no periodic re-check
+    (R-9).  It sends only if not registered in the log, no RPC is pending and the replayed
+    metadata.version supports registration (R-1); otherwise it just logs.  While an RPC is
+    pending the event waits (see registration-no-recheck-after-success for Kafka 3.7-3.9)."""
+    node = s.nodes[c]
+    due = node.retry_at != NO_TIME and s.now >= node.retry_at
+    if not cfg.registration or not node.alive or not (node.send_requested or due):
+        return None
+    if node.pending_rpc and not d.registration_no_recheck_after_success:
+        # KIP-919 intent: a check that finds an RPC pending waits for it to complete, so a
+        # delta that arrived meanwhile is not lost.  Kafka 3.7-3.9 drops it (that variant).
+        return None
+    node = replace(node, send_requested=False, retry_at=NO_TIME)
+    if (node.registered_in_log or node.pending_rpc
+            or metadata_version(s, c) < kafka.MV_3_7_IV0):
+        return _set_node(s, c, node)
+    ch = node.channel
+    item = Item(REGISTRATION, node.incarnation, s.now, False)
+    node = replace(node, pending_rpc=True, channel=ch._replace(queue=ch.queue + (item,)))
+    return _set_node(s, c, node)
+
+
+def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
+    """R-12..R-14: CLUSTER_ACTION, active controller, metadata.version; then append one
+    RegisterControllerRecord (last writer wins, no incarnation check: R-15, R-18)."""
+    if m.kind != REGISTRATION_REQUEST or m not in s.network or not s.nodes[m.dst].alive:
+        return None
+    r = m.dst
+    s = replace(s, network=s.network - {m})
+    reply = Reply(REPLY_REGISTRATION, m.src, m.a, m.listener)
+    if not cfg.allows(principal_names(cfg)[m.sender_principal], kafka.CLUSTER_ACTION):
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
+    q = s.quorum
+    if q.leader != r:
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
+    if metadata_version(s) < kafka.MV_3_7_IV0:
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
+    record = Record(REGISTER_CONTROLLER, m.src, m.a, q.epoch, r)
+    return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
+
+
+def controller_handles_registration_response(s: State, cfg: ModelConfig, d: Design,
+                                             m: Msg) -> State | None:
+    """R-6: clear pendingRpc; an error backs off (R-7); NOT_CONTROLLER is retried by the
+    channel; success changes nothing else: the manager waits for its record in the log."""
+    if m.kind != REGISTRATION_RESPONSE or m not in s.network or not _response_matches(s, m):
+        return None
+    c = m.dst
+    node = s.nodes[c]
+    s = replace(s, network=s.network - {m})
+    if m.a == kafka.NOT_CONTROLLER:
+        node = _requeue_front(node)
+        return _set_node(s, c, replace(node, not_controller_from=node.not_controller_from | {m.src}))
+    node = replace(node, channel=node.channel._replace(inflight=()), pending_rpc=False)
+    if m.a != kafka.NONE:
+        node = replace(node, retry_at=s.now + 1)
+    elif d.registration_trusts_response:
+        node = replace(node, registered_in_log=True)
+    return _set_node(s, c, node)
+
+
+def node_replays_record(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """A node replays the next committed record, at its own pace.  A controller checks the
+    registration for its ID (R-8): another incarnation means it is not registered."""
+    node = s.nodes[n]
+    if cfg.mode != KRAFT or not node.alive or node.replayed >= len(s.quorum.log):
+        return None
+    rec = s.quorum.log[node.replayed]
+    node = replace(node, replayed=node.replayed + 1)
+    if cfg.registration and cfg.nodes[n].role == CONTROLLER:
+        if rec.kind == REGISTER_CONTROLLER and rec.a == n and not d.registration_trusts_response:
+            node = replace(node, registered_in_log=rec.b == node.incarnation, send_requested=True)
+        elif rec.kind == FEATURE_LEVEL:
+            node = replace(node, send_requested=True)
+    return _set_node(s, n, node)
+
+
+# --------------------------------------------------------------------------------------------
+# elections, sessions, crashes, restarts, time
+
+
+def broker_handles_session_expiry(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """The zombie learns its ZK session expired: it opens a new session and resigns (Z-3)."""
+    node = s.nodes[n]
+    if cfg.mode != ZK or not node.alive or not node.session_expired:
+        return None
+    node = replace(node, session_expired=False, zk_active=False, zk_epoch=-1,
+                   zk_epoch_version=-1, known_controller=s.zk.controller)
+    return _set_node(s, n, node)
+
+
+def broker_elects_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """Z-1: with /controller gone, a broker creates the ephemeral /controller and bumps
+    /controller_epoch by a CAS on its zkVersion, in one multi-op."""
+    node = s.nodes[n]
+    zk = s.zk
+    if (cfg.mode != ZK or not node.alive or node.session_expired or node.zk_active
+            or zk.controller != NO_NODE or s.elections_left <= 0):
+        return None
+    zk = replace(zk, controller=n, epoch=zk.epoch + 1, epoch_version=zk.epoch_version + 1)
+    node = replace(node, zk_active=True, zk_epoch=zk.epoch, zk_epoch_version=zk.epoch_version,
+                   known_controller=n)
+    return replace(_set_node(s, n, node), zk=zk, elections_left=s.elections_left - 1)
+
+
+def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> State | None:
+    """KRaft election in one step: a live controller becomes leader with epoch + 1.  The old
+    leader's uncommitted records are lost; if it is alive it fails their requests with
+    NOT_CONTROLLER."""
+    q = s.quorum
+    if (cfg.mode != KRAFT or cfg.nodes[c].role != CONTROLLER or not s.nodes[c].alive
+            or q.leader == c or s.elections_left <= 0):
+        return None
+    old = q.leader
+    s = replace(s, quorum=replace(q, leader=c, epoch=q.epoch + 1, uncommitted=()),
+                elections_left=s.elections_left - 1)
+    if old != NO_NODE and s.nodes[old].alive:
+        for _, reply in q.uncommitted:
+            if reply:
+                s = _reply_not_controller(s, cfg, d, old, reply)
+    return s
+
+
+def clock_ticks(s: State, cfg: ModelConfig, d: Design) -> State | None:
+    """Time passes, only while somebody waits for it, and never past a deadline that is due
+    (a due timeout fires first)."""
+    if s.now >= cfg.max_time or not wants_tick(s):
+        return None
+    for n in range(len(s.nodes)):
+        if s.nodes[n].alive and expired_item(s, cfg, d, n) is not None:
+            return None
+    return replace(s, now=s.now + 1)
+
+
+def zk_expires_session(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """Fault: ZooKeeper expires a node's session (the node keeps running, a zombie until it
+    notices); its ephemeral /controller goes away."""
+    node = s.nodes[n]
+    if cfg.mode != ZK or node.session_expired or s.expiries_left <= 0:
+        return None
+    zk = s.zk
+    if zk.controller == n:
+        zk = replace(zk, controller=NO_NODE)
+    return replace(_set_node(s, n, replace(node, session_expired=True)), zk=zk,
+                   expiries_left=s.expiries_left - 1)
+
+
+def network_drops_message(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
+    """Fault: a message is lost and its connection breaks; the channel that waited on it
+    re-queues at the front and forgets the controller (F-21.3)."""
+    if m not in s.network or s.drops_left <= 0:
+        return None
+    s = replace(s, network=s.network - {m}, drops_left=s.drops_left - 1)
+    owner = m.src if m.kind in (ENVELOPE_REQUEST, REGISTRATION_REQUEST) else m.dst
+    node = s.nodes[owner]
+    inflight = node.channel.inflight
+    if node.alive and inflight and _on_connection(m, owner, inflight):
+        s = _set_node(s, owner, _requeue_front(node))
+    return s
+
+
+def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """Fault: a node process dies.  Messages to it are gone; requests it already sent may
+    still arrive (a late message from this incarnation); peers see their connection drop;
+    its clients see the connection close."""
+    node = s.nodes[n]
+    if not node.alive or s.crashes_left <= 0:
+        return None
+    dead = Node(alive=False, incarnation=node.incarnation, session_expired=node.session_expired,
+                replayed=node.replayed)
+    s = replace(_set_node(s, n, dead), crashes_left=s.crashes_left - 1,
+                network=frozenset(m for m in s.network if m.dst != n))
+    for p in range(len(s.nodes)):
+        peer = s.nodes[p]
+        if peer.alive and peer.channel.cached == n and peer.channel.inflight:
+            s = _set_node(s, p, _requeue_front(peer))
+    for c, spec in enumerate(cfg.clients):
+        if spec.node == n and _waiting(s, c):
+            s = _respond(s, c, Response(kafka.NETWORK_EXCEPTION))
+    if cfg.mode == KRAFT and s.quorum.leader == n and s.quorum.uncommitted:
+        s = replace(s, quorum=replace(s.quorum, uncommitted=()))
+    return s
+
+
+def node_restarts(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """Fault: a dead node starts again as a new process run with a fresh incarnation ID.
+    In ZK mode its old session must have expired first if it held /controller."""
+    node = s.nodes[n]
+    if node.alive or s.restarts_left <= 0:
+        return None
+    if cfg.mode == ZK and s.zk.controller == n and not node.session_expired:
+        return None
+    # The new process loads the metadata log it has on disk (the prefix it had replayed):
+    # its first metadata delta carries all of it.  No registration carries the new
+    # incarnation yet, so it is not registered, and its manager's start-up check is queued.
+    fresh = Node(alive=True, incarnation=node.incarnation + 1, replayed=node.replayed,
+                 send_requested=cfg.registration and cfg.nodes[n].role == CONTROLLER)
+    return replace(_set_node(s, n, fresh), restarts_left=s.restarts_left - 1)

@@ -1,0 +1,259 @@
+"""Every bound and every design decision of the model, in two records.
+
+``ModelConfig`` is the world: nodes with their listeners and principals, admin clients and
+the one request each sends, ACLs, ``metadata.version``, the fault budget and the time bound.
+``Design`` is the protocol design: one named flag per decision.  ``Design()`` is the design of
+the KIPs as Kafka ships it; a design variant (section 5 of DESIGN.md) flips one flag.
+
+Time is abstract: one tick stands for the shortest timeout in play.  ``forward_timeout`` is
+the forwarding channel's retry timeout (60000 ms on a KRaft broker, ``request.timeout.ms`` =
+30000 ms on a ZK broker, F-17) and ``registration_timeout`` the registration channel's 5000 ms
+(R-11), both counted in ticks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from model import kafka
+
+ZK, KRAFT = "zk", "kraft"
+BROKER, CONTROLLER = "broker", "controller"
+# listener roles (KIP-103): client traffic, inter-broker (privileged in ZK mode, L-18), controller
+CLIENT_LISTENER, INTER_BROKER_LISTENER, CONTROLLER_LISTENER = "client", "inter_broker", "controller"
+# what a client does
+MUTATION, DESCRIBE, FORGED_ENVELOPE = "mutation", "describe", "forged_envelope"
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str                   # normalised (upper-case) listener name, e.g. "INTERNAL"
+    protocol: str               # security protocol, e.g. "SASL_SSL"
+    role: str                   # CLIENT_LISTENER | INTER_BROKER_LISTENER | CONTROLLER_LISTENER
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str                   # "B1", "C2": brokers B*, KRaft controllers C*
+    role: str                   # BROKER | CONTROLLER (in ZK mode every node is a broker)
+    listeners: tuple            # tuple[Listener]
+    principal: str              # the principal this node authenticates as on other nodes
+    api_max: int = 7            # highest version of the forwardable APIs it parses (F-35)
+    principal_serde: bool = True  # principal.builder.class implements KafkaPrincipalSerde (F-12)
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    name: str
+    principal: str
+    kind: str                   # MUTATION | DESCRIBE | FORGED_ENVELOPE
+    node: int                   # index of the node it sends to (bootstrap target)
+    listener: str               # name of the listener it connects to
+    api: int = kafka.CREATE_TOPICS
+    endpoint_type: int = kafka.ENDPOINT_BROKER   # DescribeCluster v1 EndpointType
+    claimed_principal: str = ""  # FORGED_ENVELOPE: the principal written into RequestPrincipal
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    description: str
+    mode: str                   # ZK | KRAFT
+    nodes: tuple                # tuple[NodeSpec]
+    clients: tuple              # tuple[ClientSpec]
+    acls: frozenset             # frozenset[(principal, operation)]
+    tier: str = "tiny"          # "tiny": CI, exhaustive in seconds; "small": minutes
+    zk_forwarding: bool = True  # ZK brokers forward (KIP-590 design; F-4 migration mode)
+    registration: bool = False  # KIP-919 controller registration runs
+    metadata_version: int = kafka.MV_3_7_IV0
+    initial_controller: int | None = 0  # ZK: elected controller at start; KRaft: leader
+    initially_registered: tuple = ()   # KRaft controllers registered (incarnation 0) at start
+    forward_timeout: int = 2
+    registration_timeout: int = 1
+    max_time: int = 3
+    max_elections: int = 0
+    max_session_expiries: int = 0
+    max_crashes: int = 0
+    max_restarts: int = 0
+    max_drops: int = 0
+    max_in_flight: int = 3
+    symmetric_groups: tuple = ()       # tuples of interchangeable node indices (section 3.3)
+    witnesses: tuple = ()              # witness IDs that must be reachable here
+    variants: tuple = ()               # design variants this configuration must catch
+
+    # -- derived, read-only views -------------------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def listener_names(self) -> tuple:
+        """Every listener name in the cluster, sorted: endpoints in the state are indices here."""
+        return tuple(sorted({lst.name for node in self.nodes for lst in node.listeners}))
+
+    def listener_index(self, name: str) -> int:
+        return self.listener_names.index(name)
+
+    def brokers(self) -> tuple:
+        return tuple(i for i, n in enumerate(self.nodes) if n.role == BROKER)
+
+    def controllers(self) -> tuple:
+        return tuple(i for i, n in enumerate(self.nodes) if n.role == CONTROLLER)
+
+    def allows(self, principal: str, operation: str) -> bool:
+        return (principal, operation) in self.acls
+
+    def node_listener(self, node: int, role: str):
+        for lst in self.nodes[node].listeners:
+            if lst.role == role:
+                return lst
+        return None
+
+    def privileged_listener(self, node: int):
+        """L-18: with no control plane listener, the inter-broker listener is privileged."""
+        return self.node_listener(node, INTER_BROKER_LISTENER)
+
+    def validate(self) -> None:
+        """Raise ValueError if the configuration is not one the model can run."""
+        if self.mode not in (ZK, KRAFT):
+            raise ValueError(f"{self.name}: mode must be {ZK!r} or {KRAFT!r}, not {self.mode!r}")
+        if not self.nodes:
+            raise ValueError(f"{self.name}: no nodes")
+        for node in self.nodes:
+            if self.mode == ZK and node.role != BROKER:
+                raise ValueError(f"{self.name}: ZK mode has brokers only ({node.name})")
+            names = [lst.name for lst in node.listeners]
+            if len(set(names)) != len(names):
+                raise ValueError(f"{self.name}: {node.name}: Each listener must have a different name")
+        for c in self.clients:
+            if not 0 <= c.node < self.n_nodes:
+                raise ValueError(f"{self.name}: client {c.name} targets unknown node {c.node}")
+            if c.listener not in {lst.name for lst in self.nodes[c.node].listeners}:
+                raise ValueError(f"{self.name}: client {c.name}: node {self.nodes[c.node].name} "
+                                 f"has no listener {c.listener}")
+        ic = self.initial_controller
+        if ic is not None and not 0 <= ic < self.n_nodes:
+            raise ValueError(f"{self.name}: initial_controller {ic} out of range")
+        if self.mode == KRAFT and ic is not None and self.nodes[ic].role != CONTROLLER:
+            raise ValueError(f"{self.name}: the KRaft leader must be a controller")
+        for bound in ("forward_timeout", "registration_timeout", "max_time", "max_elections",
+                      "max_session_expiries", "max_crashes", "max_restarts", "max_drops",
+                      "max_in_flight"):
+            if getattr(self, bound) < 0:
+                raise ValueError(f"{self.name}: {bound} must be >= 0")
+        for group in self.symmetric_groups:
+            specs = {(self.nodes[i].role, self.nodes[i].listeners, self.nodes[i].principal,
+                      self.nodes[i].api_max, self.nodes[i].principal_serde) for i in group}
+            if (len(specs) != 1 or any(c.node in group for c in self.clients)
+                    or self.initial_controller in group
+                    or len({i in self.initially_registered for i in group}) != 1):
+                raise ValueError(f"{self.name}: nodes {group} are not interchangeable")
+
+
+@dataclass(frozen=True)
+class Design:
+    """The design decisions.  Every flag is False in the design Kafka ships."""
+    zombie_writes_unfenced: bool = False
+    brokers_write_zk: bool = False
+    reforward_forwarded: bool = False
+    not_controller_inside_ok_envelope: bool = False
+    forward_without_deadline: bool = False
+    registration_trusts_response: bool = False
+    registration_pending_stuck: bool = False
+    envelope_any_listener: bool = False
+    authorize_as_forwarder: bool = False
+    metadata_all_listeners: bool = False
+    ack_before_commit: bool = False
+    leak_envelope_error: bool = False
+    versions_not_intersected: bool = False
+    registration_no_recheck_after_success: bool = False
+
+    def flags_on(self) -> tuple:
+        return tuple(f.name for f in fields(self) if getattr(self, f.name))
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    source: str                 # the Kafka bug or KIP sentence it comes from
+    breaks: tuple               # property IDs it must break (any one of them counts)
+    flags: tuple                # Design flags it turns on
+    config: str                 # the tiny configuration that catches it
+    kind: str = "seeded"        # "seeded": a flaw of DESIGN section 5; "finding": found by kipcheck
+
+    @property
+    def design(self) -> Design:
+        return Design(**{flag: True for flag in self.flags})
+
+
+VARIANTS = {v.name: v for v in (
+    Variant("zombie-writes-unfenced",
+            "the ZK controller writes without the CheckOp on the /controller_epoch zkVersion",
+            "KAFKA-6082; Z-2", ("P1",), ("zombie_writes_unfenced",), "zk-forward-zombie"),
+    Variant("brokers-write-zk",
+            "non-controller ZK brokers write configs/ACLs to ZooKeeper themselves",
+            "F-5, Z-5 (ZK mode without forwarding); KIP-590 'single writer'", ("P1",),
+            ("brokers_write_zk",), "zk-forward-zombie"),
+    Variant("reforward-forwarded",
+            "a broker that is not the controller forwards a forwarded request again",
+            "KIP-590 draft: 'the request shall never be forwarded twice'; F-10", ("P2",),
+            ("reforward_forwarded",), "zk-forward-zombie"),
+    Variant("not-controller-inside-ok-envelope",
+            "a stale controller puts NOT_CONTROLLER inside an envelope marked OK",
+            "KAFKA-12677; F-34", ("P2", "L1"), ("not_controller_inside_ok_envelope",),
+            "kraft-forward-leader-change"),
+    Variant("forward-without-deadline",
+            "the forwarder re-queues a forwarded request forever, with no retry timeout",
+            "KAFKA-10667; F-17, F-19", ("P2", "L1"), ("forward_without_deadline",),
+            "kraft-forward-leader-change"),
+    Variant("registration-trusts-response",
+            "a controller marks itself registered on a success response and never re-checks the log",
+            "KIP-919: 'Each controller will check that the controller registration for its ID is "
+            "as expected. If it is not, it will re-register.'; R-6, R-8", ("P3",),
+            ("registration_trusts_response",), "kraft-registration"),
+    Variant("registration-pending-stuck",
+            "a registration timeout never clears the pending-RPC flag",
+            "KAFKA-20247 (KAFKA-18874); R-6", ("P3",), ("registration_pending_stuck",),
+            "kraft-registration"),
+    Variant("envelope-any-listener",
+            "the ZK controller accepts envelopes on client listeners",
+            "KIP-590 Routing Request Security; F-24, L-18; KAFKA-12168", ("P4",),
+            ("envelope_any_listener",), "zk-envelope-security"),
+    Variant("authorize-as-forwarder",
+            "the inner request is authorized with the forwarding broker's principal",
+            "KAFKA-12294; F-30", ("P4",), ("authorize_as_forwarder",), "zk-envelope-security"),
+    Variant("metadata-all-listeners",
+            "DescribeCluster lists endpoints of every listener, not only the request's",
+            "KIP-103: 'restricted to the listener name of the endpoint where they made the "
+            "request'; L-27, R-21", ("P5",), ("metadata_all_listeners",), "kraft-listeners"),
+    Variant("ack-before-commit",
+            "the controller answers success before the write is durable",
+            "KIP-590: 'a successful update shall be eventually guaranteed'; R-17", ("P6",),
+            ("ack_before_commit",), "kraft-forward-leader-change"),
+    Variant("leak-envelope-error",
+            "the forwarder passes the envelope error code to the client",
+            "KIP-590 EnvelopeResponse Handling; reference table 1.6", ("P7",),
+            ("leak_envelope_error",), "zk-envelope-security"),
+    Variant("versions-not-intersected",
+            "the forwarder advertises its own versions for forwardable APIs",
+            "KAFKA-10674; F-35", ("P8",), ("versions_not_intersected",),
+            "kraft-forward-leader-change"),
+    Variant("registration-no-recheck-after-success",
+            "Kafka 3.7-3.9 as shipped: a successful registration RPC re-checks nothing, so an "
+            "old incarnation's record that lands while the RPC is pending is never repaired",
+            "kipcheck finding: ControllerRegistrationManager skips maybeSend while pendingRpcs > 0 "
+            "and its success handler only counts (R-6, R-9); contradicts KIP-919 'If it is not, "
+            "it will re-register.'", ("P3",), ("registration_no_recheck_after_success",),
+            "kraft-registration", kind="finding"),
+)}
+
+
+def design_for(variant: str | None) -> Design:
+    """The Design of a variant name; None or "correct" gives the shipped design."""
+    if variant in (None, "", "correct"):
+        return Design()
+    try:
+        return VARIANTS[variant].design
+    except KeyError:
+        raise KeyError(variant) from None
+

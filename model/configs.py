@@ -1,0 +1,154 @@
+"""Named configurations.  ``tiny`` ones are explored exhaustively in CI in seconds; ``small``
+ones take minutes and are for nightly runs and benchmarks.
+
+Principals: ``admin`` may create topics, alter configs and alter the cluster; ``user`` may do
+nothing; ``broker`` is the brokers' and controllers' own principal (CLUSTER_ACTION and every
+operation, as a super user); ``broker-b3`` is a broker principal someone forgot to grant
+CLUSTER_ACTION (a misconfigured ACL).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model import kafka
+from model.config import (BROKER, CLIENT_LISTENER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE,
+                          FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT, MUTATION, ZK, ClientSpec,
+                          Listener, ModelConfig, NodeSpec)
+
+CLIENT = Listener("CLIENT", "SASL_SSL", CLIENT_LISTENER)
+INTERNAL = Listener("INTERNAL", "SSL", INTER_BROKER_LISTENER)
+CONTROLLER_L = Listener("CONTROLLER", "SSL", CONTROLLER_LISTENER)
+
+_ALL_OPS = ("CREATE_TOPIC", "ALTER_CONFIGS", kafka.ALTER_CLUSTER)
+ACLS = frozenset({("admin", op) for op in _ALL_OPS}
+                 | {("broker", op) for op in _ALL_OPS + (kafka.CLUSTER_ACTION,)}
+                 | {("broker-b3", op) for op in _ALL_OPS})
+
+
+def _broker(name, listeners=(CLIENT, INTERNAL), principal="broker", api_max=7):
+    return NodeSpec(name, BROKER, listeners, principal, api_max)
+
+
+def _controller(name, api_max=7):
+    return NodeSpec(name, CONTROLLER, (CONTROLLER_L,), "broker", api_max)
+
+
+def _mutation(name, node, principal="admin", api=kafka.CREATE_TOPICS, listener="CLIENT"):
+    return ClientSpec(name, principal, MUTATION, node, listener, api)
+
+
+def _describe(name, node, endpoint_type, listener, principal="admin"):
+    return ClientSpec(name, principal, DESCRIBE, node, listener, kafka.DESCRIBE_CLUSTER,
+                      endpoint_type)
+
+
+ZK_FORWARD_ZOMBIE = ModelConfig(
+    name="zk-forward-zombie",
+    description="ZK mode with forwarding: B1 is controller, B2 forwards A1's CreateTopics; "
+                "B1's session can expire (a zombie), B2 can be elected, one message can be lost.",
+    mode=ZK, nodes=(_broker("B1"), _broker("B2")),
+    clients=(_mutation("A1", 1),), acls=ACLS,
+    initial_controller=0, max_elections=1, max_session_expiries=1, max_drops=1,
+    forward_timeout=2, max_time=3,
+    witnesses=("mutation-acknowledged", "zombie-write-fenced",
+               "forward-succeeds-after-not-controller", "request-timed-out", "controller-moved",
+               "forward-applied-twice"),
+    variants=("zombie-writes-unfenced", "brokers-write-zk", "reforward-forwarded"),
+)
+
+KRAFT_FORWARD_LEADER_CHANGE = ModelConfig(
+    name="kraft-forward-leader-change",
+    description="KRaft: B1 forwards A1's CreateTopics; C1 leads, C2 and C3 (older, API max "
+                "v5) can take over; B1 learns the new leader late.",
+    mode=KRAFT,
+    nodes=(_broker("B1"), _controller("C1"), _controller("C2", api_max=5),
+           _controller("C3", api_max=5)),
+    clients=(_mutation("A1", 0),), acls=ACLS,
+    initial_controller=1, initially_registered=(1, 2, 3), max_elections=1,
+    forward_timeout=2, max_time=3, symmetric_groups=((2, 3),),
+    witnesses=("mutation-acknowledged", "controller-moved", "request-timed-out",
+               "connection-closed-for-renegotiation"),
+    variants=("not-controller-inside-ok-envelope", "forward-without-deadline",
+              "ack-before-commit", "versions-not-intersected"),
+)
+
+KRAFT_REGISTRATION = ModelConfig(
+    name="kraft-registration",
+    description="KRaft controller registration: C1 leads and is registered, C2 starts fresh, "
+                "may crash and restart with a new incarnation while its old registration "
+                "request is still on the wire.",
+    mode=KRAFT, nodes=(_controller("C1"), _controller("C2")), clients=(), acls=ACLS,
+    registration=True, initial_controller=0, initially_registered=(0,),
+    max_crashes=1, max_restarts=1, registration_timeout=1, max_time=3,
+    witnesses=("controller-registered", "restarted-controller-registered",
+               "stale-registration-repaired", "registration-timed-out"),
+    variants=("registration-trusts-response", "registration-pending-stuck"),
+)
+
+KRAFT_LISTENERS = ModelConfig(
+    name="kraft-listeners",
+    description="KIP-103/KIP-919 listeners: B1 has CLIENT and INTERNAL listeners, B2 only "
+                "INTERNAL; controllers C1 (registered leader) and C2 (registering) have "
+                "CONTROLLER; clients DescribeCluster brokers and controllers, one to the "
+                "wrong endpoint type, one without ALTER on the cluster.",
+    mode=KRAFT,
+    nodes=(_broker("B1"), _broker("B2", listeners=(INTERNAL,)), _controller("C1"),
+           _controller("C2")),
+    clients=(_describe("D1", 0, kafka.ENDPOINT_BROKER, "CLIENT"),
+             _describe("D2", 2, kafka.ENDPOINT_CONTROLLER, "CONTROLLER"),
+             _describe("D3", 0, kafka.ENDPOINT_CONTROLLER, "CLIENT"),
+             _describe("D4", 2, kafka.ENDPOINT_CONTROLLER, "CONTROLLER", principal="user")),
+    acls=ACLS, registration=True, initial_controller=2, initially_registered=(2,),
+    witnesses=("describe-lists-brokers", "describe-lists-controllers",
+               "describe-lists-registered-controller-late", "mismatched-endpoint-type",
+               "describe-denied"),
+    variants=("metadata-all-listeners",),
+)
+
+ZK_ENVELOPE_SECURITY = ModelConfig(
+    name="zk-envelope-security",
+    description="ZK envelope trust boundary: B1 is controller; U1 (no ACLs) forwards through "
+                "B2; A1 forwards through B3, whose principal lacks CLUSTER_ACTION; F1 writes "
+                "its own EnvelopeRequest on B1's client listener with leaked broker "
+                "credentials, claiming to be admin.",
+    mode=ZK,
+    nodes=(_broker("B1"), _broker("B2"), _broker("B3", principal="broker-b3")),
+    clients=(_mutation("U1", 1, principal="user"), _mutation("A1", 2),
+             ClientSpec("F1", "broker", FORGED_ENVELOPE, 0, "CLIENT", kafka.CREATE_TOPICS,
+                        claimed_principal="admin")),
+    acls=ACLS, initial_controller=0,
+    witnesses=("mutation-denied", "envelope-rejected-cluster-authorization",
+               "forged-envelope-refused"),
+    variants=("envelope-any-listener", "authorize-as-forwarder", "leak-envelope-error"),
+)
+
+# -- small configurations: minutes, for nightly runs and the benchmark ----------------------
+
+ZK_SMALL = replace(
+    ZK_FORWARD_ZOMBIE, name="zk-small", tier="small",
+    description="ZK with three brokers: B1 controller, B2 and B3 forward; two sessions can "
+                "expire, two elections, one lost message, one crash.",
+    nodes=(_broker("B1"), _broker("B2"), _broker("B3")),
+    clients=(_mutation("A1", 1), _mutation("A2", 2, api=kafka.INCREMENTAL_ALTER_CONFIGS)),
+    max_elections=2, max_session_expiries=2, max_drops=1, max_crashes=1, max_time=4,
+    max_in_flight=3, variants=(),
+)
+
+KRAFT_SMALL = replace(
+    KRAFT_FORWARD_LEADER_CHANGE, name="kraft-small", tier="small",
+    description="KRaft forwarding and registration together: B1 and B2 forward, C1 leads, "
+                "C2 and C3 register and can take over; one crash and restart.",
+    nodes=(_broker("B1"), _broker("B2"), _controller("C1"), _controller("C2"),
+           _controller("C3")),
+    clients=(_mutation("A1", 0), _mutation("U1", 1, principal="user")),
+    registration=True, initial_controller=2, initially_registered=(2,),
+    max_elections=1, max_crashes=1, max_restarts=1, max_time=3, symmetric_groups=((3, 4),),
+    witnesses=("mutation-acknowledged", "controller-moved", "controller-registered"),
+    variants=(),
+)
+
+CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
+                               KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
+                               ZK_SMALL, KRAFT_SMALL)}
+TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
+SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

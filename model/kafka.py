@@ -1,0 +1,75 @@
+"""Kafka's own numbers, used by the model with their real values.
+
+Error codes are those of ``org.apache.kafka.common.protocol.Errors`` (reference section 5);
+API keys those of ``ApiKeys``.  The state stores these ints, never strings, so that state
+hashes are the same in every process (Python salts ``str`` hashes per process).
+"""
+from __future__ import annotations
+
+# Errors (Errors.java)
+UNKNOWN_SERVER_ERROR = -1
+NONE = 0
+REQUEST_TIMED_OUT = 7
+STALE_CONTROLLER_EPOCH = 11          # ControllerMovedException
+NETWORK_EXCEPTION = 13               # what a client sees when the server closes its connection
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+NOT_CONTROLLER = 41
+INVALID_REQUEST = 42
+PRINCIPAL_DESERIALIZATION_FAILURE = 97
+MISMATCHED_ENDPOINT_TYPE = 114
+UNSUPPORTED_ENDPOINT_TYPE = 115
+
+ERROR_NAMES = {
+    UNKNOWN_SERVER_ERROR: "UNKNOWN_SERVER_ERROR", NONE: "NONE",
+    REQUEST_TIMED_OUT: "REQUEST_TIMED_OUT", STALE_CONTROLLER_EPOCH: "STALE_CONTROLLER_EPOCH",
+    NETWORK_EXCEPTION: "NETWORK_EXCEPTION", TOPIC_AUTHORIZATION_FAILED: "TOPIC_AUTHORIZATION_FAILED",
+    CLUSTER_AUTHORIZATION_FAILED: "CLUSTER_AUTHORIZATION_FAILED",
+    UNSUPPORTED_VERSION: "UNSUPPORTED_VERSION", NOT_CONTROLLER: "NOT_CONTROLLER",
+    INVALID_REQUEST: "INVALID_REQUEST",
+    PRINCIPAL_DESERIALIZATION_FAILURE: "PRINCIPAL_DESERIALIZATION_FAILURE",
+    MISMATCHED_ENDPOINT_TYPE: "MISMATCHED_ENDPOINT_TYPE",
+    UNSUPPORTED_ENDPOINT_TYPE: "UNSUPPORTED_ENDPOINT_TYPE",
+}
+
+# Errors that only the envelope layer produces; a client must never see them (KIP-590
+# "EnvelopeResponse Handling", reference table 1.6).
+ENVELOPE_ONLY_ERRORS = frozenset({PRINCIPAL_DESERIALIZATION_FAILURE})
+
+# API keys (ApiKeys.java)
+CREATE_TOPICS = 19
+CREATE_ACLS = 30
+INCREMENTAL_ALTER_CONFIGS = 44
+ENVELOPE = 58
+DESCRIBE_CLUSTER = 60
+CONTROLLER_REGISTRATION = 70
+
+API_NAMES = {CREATE_TOPICS: "CreateTopics", CREATE_ACLS: "CreateAcls",
+             INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs", ENVELOPE: "Envelope",
+             DESCRIBE_CLUSTER: "DescribeCluster",
+             CONTROLLER_REGISTRATION: "ControllerRegistration"}
+FORWARDABLE = frozenset({CREATE_TOPICS, CREATE_ACLS, INCREMENTAL_ALTER_CONFIGS})
+
+# The ACL operation each mutation needs, and the error an unauthorized one gets
+# (CreateTopics: CREATE on the topic; IncrementalAlterConfigs on a topic: ALTER_CONFIGS;
+# CreateAcls: ALTER on the cluster).
+API_OPERATION = {CREATE_TOPICS: "CREATE_TOPIC", INCREMENTAL_ALTER_CONFIGS: "ALTER_CONFIGS",
+                 CREATE_ACLS: "ALTER_CLUSTER"}
+API_DENIED_ERROR = {CREATE_TOPICS: TOPIC_AUTHORIZATION_FAILED,
+                    INCREMENTAL_ALTER_CONFIGS: TOPIC_AUTHORIZATION_FAILED,
+                    CREATE_ACLS: CLUSTER_AUTHORIZATION_FAILED}
+CLUSTER_ACTION = "CLUSTER_ACTION"
+ALTER_CLUSTER = "ALTER_CLUSTER"
+
+# EndpointType (EndpointType.java)
+ENDPOINT_UNKNOWN, ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 0, 1, 2
+
+# metadata.version feature levels (MetadataVersion.java)
+MV_3_4_IV0 = 8
+MV_3_7_IV0 = 15          # controller registration and controller DescribeCluster (R-1, D-1)
+MINIMUM_KRAFT_VERSION = 1
+
+
+def error_name(code: int) -> str:
+    return ERROR_NAMES.get(code, str(code))

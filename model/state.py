@@ -1,0 +1,165 @@
+"""The state: one frozen, hashable record of tuples, frozensets and small records.
+
+Only ints, bools, tuples, frozensets and NamedTuples/frozen dataclasses of those appear, so
+``hash(state)`` is the same in every process and serves as the 64-bit fingerprint.  There is
+no ``None`` anywhere: CPython 3.11 hashes ``None`` by its address, which changes per process.
+``NO_NODE`` (-1) stands for "no node" and ``NO_TIME`` for "no timer"; an empty tuple ``()``
+for "no item".
+Nodes, clients and listener names are indices into the ``ModelConfig``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+NO_NODE = -1
+NO_TIME = -1
+NO_VERSIONS = -1
+
+# channel item kinds (NodeToControllerChannelManager has one channel per purpose)
+FORWARD, REGISTRATION = 0, 1
+# message kinds on the network between nodes
+ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE = 0, 1, 2, 3
+MSG_KIND_NAMES = ("EnvelopeRequest", "EnvelopeResponse", "ControllerRegistrationRequest",
+                  "ControllerRegistrationResponse")
+# metadata-log record kinds
+FEATURE_LEVEL, REGISTER_CONTROLLER, MUTATION_RECORD = 0, 1, 2
+RECORD_KIND_NAMES = ("FeatureLevelRecord", "RegisterControllerRecord", "MutationRecord")
+# how a reply reaches its requester once a write is done
+REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION = 0, 1, 2
+
+
+class Item(NamedTuple):
+    """A queued request of a node's controller channel (F-14, F-19)."""
+    kind: int           # FORWARD | REGISTRATION
+    key: int            # FORWARD: client index; REGISTRATION: the incarnation being registered
+    created: int        # enqueue time: the retry timeout counts from here (F-17)
+    requeued: bool      # was put back at the front after NOT_CONTROLLER or a disconnect
+    hops: int = 1       # forwarding hops this request has made once sent
+
+
+class Channel(NamedTuple):
+    cached: int = NO_NODE       # the controller node the channel talks to (F-20)
+    queue: tuple = ()           # tuple[Item], FIFO
+    inflight: tuple = ()        # the Item in flight, or (): at most one (F-16)
+
+
+class Msg(NamedTuple):
+    kind: int           # ENVELOPE_REQUEST, ...
+    src: int
+    dst: int
+    listener: int       # index of the listener name it arrives on
+    key: int            # client index (envelopes) or controller index (registrations)
+    a: int = 0          # request: inner API version | incarnation; response: top-level error
+    b: int = 0          # request: hops | 0; response: inner error | incarnation answered
+    sender_principal: int = 0  # index into PRINCIPALS of the connection's principal (envelopes)
+
+
+class Reply(NamedTuple):
+    """Who is waiting for a write, and how the answer travels."""
+    how: int            # REPLY_CLIENT | REPLY_ENVELOPE | REPLY_REGISTRATION
+    to: int             # client index | forwarding node | registering controller
+    key: int            # client index | client index | incarnation
+    listener: int = 0   # the listener the request arrived on (the reply goes back on it)
+    hops: int = 1
+
+
+class Write(NamedTuple):
+    """A durable ZooKeeper write (config/ACL znode), with who made it and under which epoch."""
+    req: int            # client index whose mutation this is
+    writer: int         # node that issued the write
+    writer_epoch: int   # the controller epoch the writer believed it held (-1: not a controller)
+    zk_epoch: int       # /controller_epoch at the time of the write
+    via_envelope: bool
+    privileged: bool    # the envelope arrived on the privileged listener (F-24)
+    sender_cluster_action: bool  # the envelope's sender had CLUSTER_ACTION (F-25)
+
+
+class Record(NamedTuple):
+    """A metadata-log record (KRaft)."""
+    kind: int           # FEATURE_LEVEL | REGISTER_CONTROLLER | MUTATION_RECORD
+    a: int              # MV level | controller index | client index
+    b: int              # 0 | incarnation | 0
+    epoch: int          # leader epoch that appended it
+    writer: int         # the leader that appended it
+    via_envelope: bool = False
+    sender_cluster_action: bool = True
+
+
+class Event(NamedTuple):
+    """A queued ZK-controller event: a mutation to write, and who waits for it."""
+    req: int
+    reply: Reply
+    via_envelope: bool
+    privileged: bool
+    sender_cluster_action: bool
+    acked: bool         # already answered (only under ack-before-commit)
+
+
+class Response(NamedTuple):
+    """A final response as a client received it."""
+    code: int
+    envelope_error: int = 0     # the envelope-level error that decided it (0: none)
+    endpoints: frozenset = frozenset()  # DescribeCluster: (node, listener index) pairs
+    retried: bool = False       # the forward was retried after NOT_CONTROLLER or disconnect
+
+
+class Client(NamedTuple):
+    sent: bool = False
+    version: int = 0            # the API version it used (the broker's advertised max, F-35)
+    responses: tuple = ()       # tuple[Response]; L1: never more than one
+
+
+@dataclass(frozen=True)
+class Node:
+    alive: bool = True
+    incarnation: int = 0        # rank of this process run; a restart draws a fresh one
+    # ZooKeeper client and ZK controller (Z-1..Z-3)
+    session_expired: bool = False   # ZK expired the session; the node does not know yet
+    zk_active: bool = False         # believes it is the active ZK controller
+    zk_epoch: int = -1              # controller epoch won at election
+    zk_epoch_version: int = -1      # /controller_epoch zkVersion taken at election
+    events: tuple = ()              # tuple[Event]: the controller event queue
+    # metadata cache: which node it believes is the controller (ZK watch / KRaft leader)
+    known_controller: int = NO_NODE
+    channel: Channel = Channel()
+    ctrl_versions: int = NO_VERSIONS  # api_max of the controller it last connected to (F-35)
+    not_controller_from: frozenset = frozenset()  # ghost (P2): told NOT_CONTROLLER by these
+    replayed: int = 0               # metadata-log offset replayed (KRaft)
+    # ControllerRegistrationManager (R-3..R-10)
+    send_requested: bool = False    # a maybeSendControllerRegistration event is queued (R-2, R-8)
+    pending_rpc: bool = False
+    registered_in_log: bool = False
+    retry_at: int = NO_TIME         # backoff timer after a failed registration RPC
+
+
+@dataclass(frozen=True)
+class Zk:
+    controller: int = NO_NODE       # ephemeral /controller owner
+    epoch: int = 0                  # /controller_epoch data
+    epoch_version: int = 0          # /controller_epoch zkVersion
+    writes: tuple = ()              # tuple[Write], in order
+
+
+@dataclass(frozen=True)
+class Quorum:
+    leader: int = NO_NODE
+    epoch: int = 0
+    log: tuple = ()                 # committed tuple[Record]
+    uncommitted: tuple = ()         # tuple[(Record, Reply | ())] appended by the leader
+
+
+@dataclass(frozen=True)
+class State:
+    now: int
+    nodes: tuple                    # tuple[Node]
+    clients: tuple                  # tuple[Client]
+    network: frozenset              # frozenset[Msg] in flight (any may be delivered next)
+    zk: Zk                          # ZK mode (an empty Zk() in KRaft mode)
+    quorum: Quorum                  # KRaft mode (an empty Quorum() in ZK mode)
+    # fault budget left (bounds from ModelConfig)
+    elections_left: int
+    expiries_left: int
+    crashes_left: int
+    restarts_left: int
+    drops_left: int

@@ -1,0 +1,88 @@
+"""The Kafka model seen through the engines' ``Spec`` protocol (properties/spec.py)."""
+from __future__ import annotations
+
+from model import next as model_next
+from model.config import VARIANTS, Design, ModelConfig, design_for
+from model.configs import CONFIGS, SMALL, TINY
+from model.symmetry import canonical
+from properties import registry
+
+
+class UnknownName(KeyError):
+    """An unknown configuration or variant name; the message lists the valid ones."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def get_config(name: str) -> ModelConfig:
+    try:
+        return CONFIGS[name]
+    except KeyError:
+        raise UnknownName(f"unknown configuration {name!r}; configurations: "
+                          f"{', '.join(CONFIGS)}") from None
+
+
+def get_design(variant: str | None) -> Design:
+    try:
+        return design_for(variant)
+    except KeyError:
+        raise UnknownName(f"unknown variant {variant!r}; variants: correct, "
+                          f"{', '.join(VARIANTS)}") from None
+
+
+class KafkaSpec:
+    def __init__(self, cfg: ModelConfig, design: Design = Design(), variant: str = "correct"):
+        cfg.validate()
+        self.cfg = cfg
+        self.design = design
+        self.variant = variant
+        self.name = f"{cfg.name}[{variant}]"
+        self.last_clause = None
+
+    @classmethod
+    def named(cls, config: str, variant: str | None = None) -> "KafkaSpec":
+        return cls(get_config(config), get_design(variant), variant or "correct")
+
+    def initial_states(self):
+        return [model_next.initial_state(self.cfg)]
+
+    def successors(self, state):
+        return model_next.successors(state, self.cfg, self.design)
+
+    def step(self, state, st):
+        return model_next.step(state, self.cfg, self.design, st)
+
+    def violation(self, state, succ):
+        found = registry.first_violation(state, self.cfg, self.design, succ)
+        if found is None:
+            return None
+        self.last_clause = found[1]
+        return found[0]
+
+    def clause_violated(self, state):
+        """(property ID, clause name) violated by ``state``, for reports."""
+        return registry.first_violation(state, self.cfg, self.design, self.successors(state))
+
+    def witness_ids(self):
+        return tuple(self.cfg.witnesses)
+
+    def witnesses_hit(self, prev, st, nxt, wanted):
+        return registry.witnesses_hit(prev, st, nxt, self.cfg, wanted)
+
+    def action_names(self):
+        return model_next.ACTION_NAMES
+
+    def canonical(self, state):
+        return canonical(state, self.cfg)
+
+    def fingerprint(self, state) -> int:
+        return hash(state)
+
+
+def small_config_names():
+    return SMALL
+
+
+def tiny_config_names():
+    return TINY

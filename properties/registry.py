@@ -1,0 +1,510 @@
+"""The safety properties (P1-P8, L1) and the witnesses, in one registry.
+
+A property is a conjunction of named clauses.  Each clause states one fact and quotes, in its
+docstring, the KIP sentence or Kafka rule it enforces.  ``always`` clauses hold in every
+reachable state; ``quiescent`` clauses hold in every quiescent state (no progress step
+enabled, see ``model.next.quiescent``) and express bounded liveness: what must be done once
+the system has nothing left to do.
+
+Witnesses are "sometimes" predicates that must be reachable in the correct design: they show
+the model is not vacuous (a model that does nothing passes every safety check).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from model import kafka
+from model.actions import advertised_version
+from model.config import BROKER, CONTROLLER, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
+from model.next import quiescent
+from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
+                         REGISTER_CONTROLLER, State)
+from model.step import Step
+
+ALWAYS, QUIESCENT = "always", "quiescent"
+
+
+class Clause(NamedTuple):
+    name: str
+    kind: str                   # ALWAYS | QUIESCENT
+    holds: Callable             # (state, cfg, design) -> bool
+
+    @property
+    def doc(self) -> str:
+        return (self.holds.__doc__ or "").strip()
+
+
+class Property(NamedTuple):
+    id: str
+    name: str
+    statement: str
+    source: str
+    clauses: tuple
+
+
+# ------------------------------------------------------------------------------------------
+# P1 single-writer
+
+
+def zk_writes_carry_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every ZooKeeper write was made by the controller of the epoch current at the time.
+
+    KIP-590: "make the controller as the single writer to modify the config metadata in ZK";
+    Z-2: every controller write is a multi with CheckOp(/controller_epoch, zkVersion at
+    election), so a deposed controller's write fails (KAFKA-6082)."""
+    return all(w.writer_epoch == w.zk_epoch for w in s.zk.writes)
+
+
+def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Metadata-log records come from one leader per epoch, with epochs never going back.
+
+    KIP-590: the controller is the single metadata writer; in KRaft only the leader of the
+    current epoch appends to the metadata log."""
+    last_epoch, writers = -1, {}
+    for rec in s.quorum.log[1:]:
+        if rec.epoch < last_epoch or writers.setdefault(rec.epoch, rec.writer) != rec.writer:
+            return False
+        last_epoch = rec.epoch
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# P2 bounded-forwarding
+
+
+def envelope_never_nested(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A client request crosses at most one forwarding hop: no envelope carries a request
+    that was already forwarded.
+
+    KIP-590 (draft revision): "the request shall never be forwarded twice"; F-10: a
+    forwarded request is never forwarded again."""
+    return all(m.b <= 1 for m in s.network if m.kind == ENVELOPE_REQUEST)
+
+
+def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """No forwarded request is still queued or in flight past its retry timeout.
+
+    F-17/F-19: the forwarding channel drops an item once now - createdTimeMs >= retryTimeoutMs
+    and answers REQUEST_TIMED_OUT (KAFKA-10667: forwarded requests retried indefinitely)."""
+    for node in s.nodes:
+        if not node.alive:
+            continue
+        ch = node.channel
+        for item in ((ch.inflight,) if ch.inflight else ()) + ch.queue:
+            if item.kind == FORWARD and s.now - item.created > cfg.forward_timeout:
+                return False
+    return True
+
+
+def forwarder_forgets_not_controller(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """After a NOT_CONTROLLER, the next attempt goes to a different or newer controller: no
+    channel keeps a cached controller that answered NOT_CONTROLLER since it was discovered.
+
+    F-21.4: NOT_CONTROLLER in the response -> disconnect, forget the controller, re-queue;
+    KAFKA-12677 (NOT_CONTROLLER hidden inside an OK envelope kept the stale controller)."""
+    return all(node.channel.cached not in node.not_controller_from
+               for node in s.nodes if node.alive and node.channel.cached != NO_NODE)
+
+
+# ------------------------------------------------------------------------------------------
+# P3 registration-converges
+
+
+def _latest_registration(log, c: int, upto: int | None = None) -> int | None:
+    inc = None
+    for rec in log[:upto]:
+        if rec.kind == REGISTER_CONTROLLER and rec.a == c:
+            inc = rec.b
+    return inc
+
+
+def registered_only_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A controller never believes it is registered while the log it has replayed shows
+    another incarnation (or none) for its ID.
+
+    KIP-919: "Each controller will check that the controller registration for its ID is as
+    expected. If it is not, it will re-register."; R-8."""
+    for c in cfg.controllers():
+        node = s.nodes[c]
+        if node.alive and node.registered_in_log and \
+                _latest_registration(s.quorum.log, c, node.replayed) != node.incarnation:
+            return False
+    return True
+
+
+def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once quiescent with a live leader, each live controller's registration in the log
+    carries its current incarnation.
+
+    KIP-919: "This check is necessary to fix cases where a delayed message from an older
+    incarnation of controller N somehow arrives later than a more recent registration";
+    R-10; KAFKA-20247 (a timed-out registration never retried)."""
+    if not cfg.registration or cfg.mode != KRAFT:
+        return True
+    q = s.quorum
+    if q.leader == NO_NODE or not s.nodes[q.leader].alive:
+        return True
+    for c in cfg.controllers():
+        node = s.nodes[c]
+        if node.alive and _latest_registration(q.log, c) != node.incarnation:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# P4 forwarding-authorization
+
+
+def _applied(s: State, cfg: ModelConfig):
+    """(client index, via envelope, privileged listener, sender had CLUSTER_ACTION) for every
+    applied mutation."""
+    if cfg.mode == ZK:
+        return [(w.req, w.via_envelope, w.privileged, w.sender_cluster_action) for w in s.zk.writes]
+    return [(r.a, r.via_envelope, True, r.sender_cluster_action)
+            for r in s.quorum.log if r.kind == MUTATION_RECORD]
+
+
+def mutations_authorized_as_client(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every applied mutation was authorized for the original client principal.
+
+    KIP-590 Routing Request Security: the controller authorizes the inner request with the
+    forwarded principal; F-30; KAFKA-12294 (requests sent with the broker's principal)."""
+    for req, _, _, _ in _applied(s, cfg):
+        spec = cfg.clients[req]
+        if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+            return False
+    return True
+
+
+def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """An envelope is applied only if its sender has CLUSTER_ACTION and, in ZK mode, it
+    arrived on the privileged listener.
+
+    F-24 (ZK controller: envelope only on the privileged listener, else the connection is
+    closed), F-25/F-28 (CLUSTER_ACTION on CLUSTER), L-18."""
+    for _, via, privileged, sender_ok in _applied(s, cfg):
+        if via and (not sender_ok or (cfg.mode == ZK and not privileged)):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# P5 listener-isolation
+
+
+def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every endpoint returned to a client is on the listener its request arrived on, and of
+    the endpoint type it asked for (controllers never get broker endpoints, nor the reverse).
+
+    KIP-103: "the list of endpoints they get back is restricted to the listener name of the
+    endpoint where they made the request"; L-27; R-21; D-3."""
+    for c, spec in enumerate(cfg.clients):
+        for resp in s.clients[c].responses:
+            if not resp.endpoints:
+                continue
+            want_listener = cfg.listener_index(spec.listener)
+            want_role = CONTROLLER if spec.endpoint_type == kafka.ENDPOINT_CONTROLLER else BROKER
+            for node, listener in resp.endpoints:
+                if listener != want_listener or cfg.nodes[node].role != want_role:
+                    return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# P6 acknowledged-durable
+
+
+def _durable_index(s: State, cfg: ModelConfig, req: int) -> int | None:
+    if cfg.mode == ZK:
+        return 0 if any(w.req == req for w in s.zk.writes) else None
+    for i, rec in enumerate(s.quorum.log):
+        if rec.kind == MUTATION_RECORD and rec.a == req:
+            return i
+    return None
+
+
+def acknowledged_mutation_is_durable(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A mutation acknowledged as successful to a client is durable (in ZooKeeper, or
+    committed to the metadata log).
+
+    KIP-590: "a successful update shall be eventually guaranteed"; R-17: the response is
+    sent only after the record is committed."""
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind == MUTATION and any(r.code == kafka.NONE for r in s.clients[c].responses):
+            if _durable_index(s, cfg, c) is None:
+                return False
+    return True
+
+
+def acknowledged_mutation_visible(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once quiescent, an acknowledged mutation is visible to every live broker (each has
+    replayed it).
+
+    KIP-590: "a successful update shall be eventually guaranteed"."""
+    if cfg.mode != KRAFT:
+        return True
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind == MUTATION and any(r.code == kafka.NONE for r in s.clients[c].responses):
+            i = _durable_index(s, cfg, c)
+            if i is None:
+                return False
+            for b in cfg.brokers():
+                if s.nodes[b].alive and s.nodes[b].replayed <= i:
+                    return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# P7 client-error-mapping
+
+
+def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A client never sees an internal forwarding error: an envelope error reaches it as
+    UNKNOWN_SERVER_ERROR, or (UNSUPPORTED_VERSION) as a closed connection.
+
+    KIP-590 EnvelopeResponse Handling; reference table 1.6."""
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind == FORGED_ENVELOPE:
+            continue        # it sent an EnvelopeRequest itself: envelope errors are its answer
+        for r in s.clients[c].responses:
+            if r.code in kafka.ENVELOPE_ONLY_ERRORS:
+                return False
+            if r.envelope_error:
+                want = (kafka.NETWORK_EXCEPTION if r.envelope_error == kafka.UNSUPPORTED_VERSION
+                        else kafka.UNKNOWN_SERVER_ERROR)
+                if r.code != want:
+                    return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# P8 api-version-intersection
+
+
+def advertised_versions_within_controller(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once a forwarder knows the active controller's versions, the versions it advertises
+    for forwardable APIs are inside the controller's range.
+
+    KIP-590 ApiVersion Consistency; F-35 (intersectForwardableApis); KAFKA-10674."""
+    for b in cfg.brokers():
+        node = s.nodes[b]
+        if node.alive and node.ctrl_versions != NO_VERSIONS and \
+                advertised_version(s, cfg, d, b) > node.ctrl_versions:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# L1 every-request-answered
+
+
+def at_most_one_final_response(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Each client request gets at most one final response.
+
+    KIP-590: the forwarder completes each request once: "retry until timeout"."""
+    return all(len(cl.responses) <= 1 for cl in s.clients)
+
+
+def every_request_answered(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once quiescent, every request sent has its final response (bounded liveness: the
+    deadlines make the wait finite).
+
+    KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"."""
+    return all(len(cl.responses) == 1 for cl in s.clients if cl.sent)
+
+
+PROPERTIES = (
+    Property("P1", "single-writer",
+             "every durable write was made by the controller of the current epoch at the time "
+             "of the write; a deposed controller's write never lands",
+             "KIP-590 'single writer'; Z-1..Z-3; KAFKA-6082",
+             (Clause("zk-writes-carry-current-epoch", ALWAYS, zk_writes_carry_current_epoch),
+              Clause("log-has-one-writer-per-epoch", ALWAYS, log_has_one_writer_per_epoch))),
+    Property("P2", "bounded-forwarding",
+             "a client request crosses at most one forwarding hop, a forwarded request is never "
+             "forwarded again, every forward ends by its deadline, and after NOT_CONTROLLER the "
+             "next attempt goes to a different or newer controller",
+             "KIP-590 draft 'never be forwarded twice'; F-10, F-19, F-21; KAFKA-10667, KAFKA-12677",
+             (Clause("envelope-never-nested", ALWAYS, envelope_never_nested),
+              Clause("forward-ends-by-deadline", ALWAYS, forward_ends_by_deadline),
+              Clause("forwarder-forgets-not-controller", ALWAYS, forwarder_forgets_not_controller))),
+    Property("P3", "registration-converges",
+             "a controller never believes it is registered while its replayed log shows another "
+             "incarnation; in quiescent states each live controller's registration carries its "
+             "current incarnation",
+             "KIP-919 'it will re-register'; R-6..R-10; KAFKA-20247",
+             (Clause("registered-only-if-log-agrees", ALWAYS, registered_only_if_log_agrees),
+              Clause("registration-carries-current-incarnation", QUIESCENT,
+                     registration_carries_current_incarnation))),
+    Property("P4", "forwarding-authorization",
+             "every applied mutation was authorized for the original client principal; an "
+             "envelope is applied only if its sender has CLUSTER_ACTION and (ZK) it arrived on "
+             "the privileged listener",
+             "KIP-590 Routing Request Security; F-24, F-25, F-28, F-30; KAFKA-12294",
+             (Clause("mutations-authorized-as-client", ALWAYS, mutations_authorized_as_client),
+              Clause("envelopes-only-from-trusted-senders", ALWAYS,
+                     envelopes_only_from_trusted_senders))),
+    Property("P5", "listener-isolation",
+             "every endpoint returned to a client is on the listener the request arrived on and "
+             "of the endpoint type asked for",
+             "KIP-103; L-27; R-21; D-1..D-3",
+             (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),)),
+    Property("P6", "acknowledged-durable",
+             "a mutation acknowledged as successful is durable and, once quiescent, visible to "
+             "every live broker",
+             "KIP-590 'a successful update shall be eventually guaranteed'; R-17",
+             (Clause("acknowledged-mutation-is-durable", ALWAYS, acknowledged_mutation_is_durable),
+              Clause("acknowledged-mutation-visible", QUIESCENT, acknowledged_mutation_visible))),
+    Property("P7", "client-error-mapping",
+             "a client never sees an internal forwarding error; it sees UNKNOWN_SERVER_ERROR, "
+             "REQUEST_TIMED_OUT, a closed connection or the inner response",
+             "KIP-590 EnvelopeResponse Handling; table 1.6",
+             (Clause("clients-never-see-envelope-errors", ALWAYS, clients_never_see_envelope_errors),)),
+    Property("P8", "api-version-intersection",
+             "once the forwarder knows the active controller's versions, the versions it "
+             "advertises for forwardable APIs are inside the controller's range",
+             "KIP-590 ApiVersion Consistency; F-35; KAFKA-10674",
+             (Clause("advertised-versions-within-controller", ALWAYS,
+                     advertised_versions_within_controller),)),
+    Property("L1", "every-request-answered",
+             "each client request gets exactly one final response: never two, and one once "
+             "the cluster is quiescent",
+             "KIP-590 'retry until timeout'",
+             (Clause("at-most-one-final-response", ALWAYS, at_most_one_final_response),
+              Clause("every-request-answered", QUIESCENT, every_request_answered))),
+)
+PROPERTY_IDS = tuple(p.id for p in PROPERTIES)
+BY_ID = {p.id: p for p in PROPERTIES}
+
+_ALWAYS = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind == ALWAYS)
+_QUIESCENT = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind == QUIESCENT)
+
+
+def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list) -> tuple | None:
+    """(property ID, clause name) of the first violated clause in registry order, or None.
+    ``succ`` is successors(s): quiescent clauses are checked only when ``s`` is quiescent."""
+    for pid, clause in _ALWAYS:
+        if not clause.holds(s, cfg, d):
+            return pid, clause.name
+    if _QUIESCENT and quiescent(s, cfg, succ):
+        for pid, clause in _QUIESCENT:
+            if not clause.holds(s, cfg, d):
+                return pid, clause.name
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# witnesses: (prev, step, next, cfg) -> bool
+
+
+class Witness(NamedTuple):
+    id: str
+    description: str
+    seen: Callable              # (prev, step, nxt, cfg) -> bool
+
+
+def _responses(s: State, cfg: ModelConfig, kind=None):
+    for c, spec in enumerate(cfg.clients):
+        if kind is None or spec.kind == kind:
+            for r in s.clients[c].responses:
+                yield spec, r
+
+
+def _stale_registration_repaired(s: State, cfg: ModelConfig) -> bool:
+    for c in cfg.controllers():
+        incs = [rec.b for rec in s.quorum.log if rec.kind == REGISTER_CONTROLLER and rec.a == c]
+        for i in range(len(incs)):
+            for j in range(i + 1, len(incs)):
+                if incs[j] < incs[i] and incs[i] in incs[j + 1:]:
+                    return True
+    return False
+
+
+def _applied_twice(s: State, cfg: ModelConfig) -> bool:
+    reqs = [req for req, _, _, _ in _applied(s, cfg)]
+    return len(reqs) != len(set(reqs))
+
+
+def _describe_endpoints(s: State, cfg: ModelConfig, endpoint_type: int):
+    for spec, r in _responses(s, cfg):
+        if spec.api == kafka.DESCRIBE_CLUSTER and spec.endpoint_type == endpoint_type \
+                and r.code == kafka.NONE:
+            yield r.endpoints
+
+
+WITNESSES = {w.id: w for w in (
+    Witness("mutation-acknowledged", "a client's mutation succeeds",
+            lambda p, st, s, cfg: any(r.code == kafka.NONE
+                                      for _, r in _responses(s, cfg, MUTATION))),
+    Witness("mutation-denied", "an unauthorized client's forwarded mutation is refused",
+            lambda p, st, s, cfg: any(r.code == kafka.TOPIC_AUTHORIZATION_FAILED
+                                      for _, r in _responses(s, cfg, MUTATION))),
+    Witness("zombie-write-fenced",
+            "a deposed ZK controller's write fails the epoch zkVersion check and it resigns",
+            lambda p, st, s, cfg: st.action == "controller_processes_event"
+            and p.nodes[st.args[0]].zk_active and not s.nodes[st.args[0]].zk_active),
+    Witness("forward-succeeds-after-not-controller",
+            "a forwarded request succeeds after a NOT_CONTROLLER or disconnect retry",
+            lambda p, st, s, cfg: any(r.code == kafka.NONE and r.retried
+                                      for _, r in _responses(s, cfg, MUTATION))),
+    Witness("request-timed-out", "a forwarded request times out with REQUEST_TIMED_OUT",
+            lambda p, st, s, cfg: any(r.code == kafka.REQUEST_TIMED_OUT
+                                      for _, r in _responses(s, cfg))),
+    Witness("controller-moved", "a new controller epoch begins",
+            lambda p, st, s, cfg: max(s.zk.epoch, s.quorum.epoch) >= 2),
+    Witness("forward-applied-twice",
+            "forwarding is at-least-once: a retried request is applied twice",
+            lambda p, st, s, cfg: _applied_twice(s, cfg)),
+    Witness("connection-closed-for-renegotiation",
+            "an envelope fails with UNSUPPORTED_VERSION and the forwarder closes the client "
+            "connection so it renegotiates versions",
+            lambda p, st, s, cfg: any(r.envelope_error == kafka.UNSUPPORTED_VERSION
+                                      for _, r in _responses(s, cfg))),
+    Witness("envelope-rejected-cluster-authorization",
+            "an envelope is rejected with CLUSTER_AUTHORIZATION_FAILED",
+            lambda p, st, s, cfg: any(r.envelope_error == kafka.CLUSTER_AUTHORIZATION_FAILED
+                                      for _, r in _responses(s, cfg))),
+    Witness("forged-envelope-refused",
+            "an EnvelopeRequest on a client listener gets its connection closed",
+            lambda p, st, s, cfg: any(r.code == kafka.NETWORK_EXCEPTION
+                                      for _, r in _responses(s, cfg, FORGED_ENVELOPE))),
+    Witness("controller-registered", "a controller that started unregistered registers",
+            lambda p, st, s, cfg: any(s.nodes[c].registered_in_log for c in cfg.controllers()
+                                      if c not in cfg.initially_registered)),
+    Witness("restarted-controller-registered",
+            "a restarted controller registers its new incarnation",
+            lambda p, st, s, cfg: any(s.nodes[c].registered_in_log and s.nodes[c].incarnation > 0
+                                      for c in cfg.controllers())),
+    Witness("stale-registration-repaired",
+            "a late registration from an old incarnation overwrites the new one and the "
+            "controller re-registers",
+            lambda p, st, s, cfg: _stale_registration_repaired(s, cfg)),
+    Witness("registration-timed-out",
+            "a registration RPC times out in the channel and the manager backs off",
+            lambda p, st, s, cfg: st.action == "channel_times_out_request"
+            and p.nodes[st.args[0]].pending_rpc and not s.nodes[st.args[0]].pending_rpc),
+    Witness("describe-lists-brokers", "DescribeCluster to a broker lists broker endpoints",
+            lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_BROKER))),
+    Witness("describe-lists-controllers",
+            "DescribeCluster to a controller lists controller endpoints",
+            lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER))),
+    Witness("describe-lists-registered-controller-late",
+            "DescribeCluster to a controller lists a controller that registered after start",
+            lambda p, st, s, cfg: any(node not in cfg.initially_registered
+                                      for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER)
+                                      for node, _ in e)),
+    Witness("mismatched-endpoint-type",
+            "a client asking a broker for controllers gets MISMATCHED_ENDPOINT_TYPE",
+            lambda p, st, s, cfg: any(r.code == kafka.MISMATCHED_ENDPOINT_TYPE
+                                      for _, r in _responses(s, cfg))),
+    Witness("describe-denied",
+            "DescribeCluster to a controller without ALTER on the cluster is refused",
+            lambda p, st, s, cfg: any(spec.api == kafka.DESCRIBE_CLUSTER
+                                      and r.code == kafka.CLUSTER_AUTHORIZATION_FAILED
+                                      for spec, r in _responses(s, cfg))),
+)}
+WITNESS_IDS = tuple(WITNESSES)
+
+
+def witnesses_hit(prev: State, st: Step, nxt: State, cfg: ModelConfig, wanted) -> list:
+    return [w for w in wanted if WITNESSES[w].seen(prev, st, nxt, cfg)]

@@ -1,0 +1,45 @@
+"""What an engine needs from a model: the ``Spec`` protocol.
+
+Engines (the explorer, later the Hypothesis and Z3 engines) see a model only through this
+interface, so the same explorer runs the Kafka model and the TwoPhase reference model of
+``bench/``.  States must be hashable; ``fingerprint`` must be deterministic across processes
+(no ``str`` hashes: Python salts them per process).
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable, Iterable, Protocol, Sequence
+
+from model.step import Step
+
+
+class Spec(Protocol):
+    name: str
+
+    def initial_states(self) -> Sequence[Hashable]:
+        """The initial states, in a fixed order."""
+
+    def successors(self, state) -> list[tuple[Step, Any]]:
+        """The Next relation from ``state``: (step, successor) pairs in a fixed order."""
+
+    def step(self, state, step: Step):
+        """The successor of ``state`` by ``step``, or None if ``step`` is not enabled."""
+
+    def violation(self, state, succ: list[tuple[Step, Any]]) -> str | None:
+        """The ID of the first property (registry order) that ``state`` violates, or None.
+
+        ``succ`` is ``successors(state)``, passed in so quiescence checks cost nothing extra."""
+
+    def witness_ids(self) -> tuple[str, ...]:
+        """The witnesses this spec expects to be reachable, in a fixed order."""
+
+    def witnesses_hit(self, prev, step: Step, nxt, wanted: Iterable[str]) -> list[str]:
+        """Which of the still ``wanted`` witnesses the transition prev --step--> nxt shows."""
+
+    def action_names(self) -> tuple[str, ...]:
+        """Every action of the Next relation (for per-action coverage)."""
+
+    def canonical(self, state):
+        """A representative of ``state`` under the spec's symmetries (identity if none)."""
+
+    def fingerprint(self, state) -> int:
+        """A deterministic 64-bit fingerprint of ``state``."""
