@@ -122,6 +122,20 @@ def wants_tick(s: State) -> bool:
     return False
 
 
+def time_pending(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Something waits for a point in time: an item with a deadline, or a backoff timer."""
+    for node in s.nodes:
+        if not node.alive:
+            continue
+        ch = node.channel
+        for item in ((ch.inflight,) if ch.inflight else ()) + ch.queue:
+            if item_timeout(cfg, d, item) is not None:
+                return True
+        if node.retry_at != NO_TIME and node.retry_at > s.now:
+            return True
+    return False
+
+
 # --------------------------------------------------------------------------------------------
 # replies and connections
 
@@ -320,6 +334,9 @@ def _broker_forwards_request(s: State, n: int, c: int) -> State:
     node = s.nodes[n]
     ch = node.channel
     item = Item(FORWARD, c, s.now, False)
+    clients = list(s.clients)
+    clients[c] = clients[c]._replace(forwarded=True, sent_at=s.now)
+    s = replace(s, clients=tuple(clients))
     return _set_node(s, n, replace(node, channel=ch._replace(queue=ch.queue + (item,))))
 
 

@@ -64,7 +64,7 @@ KRAFT_FORWARD_LEADER_CHANGE = ModelConfig(
     nodes=(_broker("B1"), _controller("C1"), _controller("C2", api_max=5),
            _controller("C3", api_max=5)),
     clients=(_mutation("A1", 0),), acls=ACLS,
-    initial_controller=1, initially_registered=(1, 2, 3), max_elections=1,
+    initial_controller=1, max_elections=1,
     forward_timeout=2, max_time=3, symmetric_groups=((2, 3),),
     witnesses=("mutation-acknowledged", "controller-moved", "request-timed-out",
                "connection-closed-for-renegotiation"),
@@ -126,23 +126,25 @@ ZK_ENVELOPE_SECURITY = ModelConfig(
 
 ZK_SMALL = replace(
     ZK_FORWARD_ZOMBIE, name="zk-small", tier="small",
-    description="ZK with three brokers: B1 controller, B2 and B3 forward; two sessions can "
-                "expire, two elections, one lost message, one crash.",
+    description="ZK with three brokers: B1 is controller; A1 forwards through B2 and A2 "
+                "(IncrementalAlterConfigs) through B3; two sessions can expire, two elections, "
+                "one lost message.",
     nodes=(_broker("B1"), _broker("B2"), _broker("B3")),
     clients=(_mutation("A1", 1), _mutation("A2", 2, api=kafka.INCREMENTAL_ALTER_CONFIGS)),
-    max_elections=2, max_session_expiries=2, max_drops=1, max_crashes=1, max_time=4,
-    max_in_flight=3, variants=(),
+    max_elections=2, max_session_expiries=2, max_drops=1, max_time=3,
+    witnesses=("mutation-acknowledged", "zombie-write-fenced",
+               "forward-succeeds-after-not-controller", "request-timed-out", "controller-moved"),
+    variants=(),
 )
 
 KRAFT_SMALL = replace(
     KRAFT_FORWARD_LEADER_CHANGE, name="kraft-small", tier="small",
-    description="KRaft forwarding and registration together: B1 and B2 forward, C1 leads, "
-                "C2 and C3 register and can take over; one crash and restart.",
-    nodes=(_broker("B1"), _broker("B2"), _controller("C1"), _controller("C2"),
-           _controller("C3")),
-    clients=(_mutation("A1", 0), _mutation("U1", 1, principal="user")),
-    registration=True, initial_controller=2, initially_registered=(2,),
-    max_elections=1, max_crashes=1, max_restarts=1, max_time=3, symmetric_groups=((3, 4),),
+    description="KRaft forwarding and registration together: B1 forwards A1's CreateTopics, "
+                "C1 leads, C2 and C3 register and can take over; one crash and one restart.",
+    nodes=(_broker("B1"), _controller("C1"), _controller("C2"), _controller("C3")),
+    clients=(_mutation("A1", 0),),
+    registration=True, initial_controller=1, initially_registered=(1,),
+    max_elections=1, max_crashes=1, max_restarts=1, max_time=3, symmetric_groups=((2, 3),),
     witnesses=("mutation-acknowledged", "controller-moved", "controller-registered"),
     variants=(),
 )

@@ -155,13 +155,14 @@ def is_fault(s: State, cfg: ModelConfig, st: Step) -> bool:
     return False
 
 
-def quiescent(s: State, cfg: ModelConfig, succ: list) -> bool:
-    """No progress step is enabled: only faults could happen.  States where time is wanted
-    but the time bound forbids it are not quiescent (they are an artefact of the bound)."""
+def quiescent(s: State, cfg: ModelConfig, d: Design, succ: list) -> bool:
+    """No progress step is enabled: only faults could happen.  A state where a deadline or a
+    backoff timer is pending but the time bound stops the clock is not quiescent: that is an
+    artefact of the bound, not of the protocol."""
     for st, _ in succ:
         if not is_fault(s, cfg, st):
             return False
-    return not (A.wants_tick(s) and s.now >= cfg.max_time)
+    return not (s.now >= cfg.max_time and A.time_pending(s, cfg, d))
 
 
 def replay(cfg: ModelConfig, d: Design, steps) -> list:

@@ -106,6 +106,8 @@ class Response(NamedTuple):
 
 class Client(NamedTuple):
     sent: bool = False
+    forwarded: bool = False     # its broker forwarded the request (it has a deadline, F-17)
+    sent_at: int = NO_TIME      # when it sent a forwarded request (the deadline counts from here)
     version: int = 0            # the API version it used (the broker's advertised max, F-35)
     responses: tuple = ()       # tuple[Response]; L1: never more than one
 

@@ -18,11 +18,23 @@ from model.state import (NO_NODE, REGISTER_CONTROLLER, REGISTRATION, REGISTRATIO
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_REGISTRATION, State)
 
 
-def _ranks(values) -> dict:
+def _ranks(values) -> dict | None:
+    """Rename values by rank, keeping the smallest: {1, 3} -> {1, 2}.  None if nothing
+    changes (the common case), so the caller can skip the rewrite."""
     vals = sorted(v for v in set(values) if v >= 0)
-    table = {v: i for i, v in enumerate(vals)}
+    if not vals or vals[-1] - vals[0] == len(vals) - 1:
+        return None
+    table = {v: vals[0] + i for i, v in enumerate(vals)}
     table[-1] = -1
     return table
+
+
+class _Identity(dict):
+    def __missing__(self, key):
+        return key
+
+
+_ID = _Identity()
 
 
 def _incarnations(s: State) -> dict:
@@ -115,8 +127,15 @@ def canonical(s: State, cfg: ModelConfig) -> State:
                           + [r.epoch for r, _ in q.uncommitted])
     incs = {n: _ranks(v) for n, v in _incarnations(s).items()}
     identity = tuple(range(len(s.nodes)))
+    renamed = zk_epochs or zk_versions or kraft_epochs or any(incs.values())
+    zk_epochs, zk_versions, kraft_epochs = zk_epochs or _ID, zk_versions or _ID, kraft_epochs or _ID
+    incs = {n: t or _ID for n, t in incs.items()}
+    if renamed:
+        s = remap(s, identity, zk_epochs, zk_versions, kraft_epochs, incs)
     if not cfg.symmetric_groups:
-        return remap(s, identity, zk_epochs, zk_versions, kraft_epochs, incs)
+        return s
+    zk_epochs = zk_versions = kraft_epochs = _ID
+    incs = {n: _ID for n in incs}
     best = None
     for choice in product(*(permutations(g) for g in cfg.symmetric_groups)):
         perm = list(identity)

@@ -305,6 +305,18 @@ def at_most_one_final_response(s: State, cfg: ModelConfig, d: Design) -> bool:
     return all(len(cl.responses) <= 1 for cl in s.clients)
 
 
+def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A forwarded request is answered by its deadline: the forwarding channel's retry
+    timeout counted from when the client sent it (bounded liveness).
+
+    KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"; F-17, F-19
+    (KAFKA-10667: without the timeout, admin calls hang)."""
+    for cl in s.clients:
+        if cl.forwarded and not cl.responses and s.now - cl.sent_at > cfg.forward_timeout:
+            return False
+    return True
+
+
 def every_request_answered(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Once quiescent, every request sent has its final response (bounded liveness: the
     deadlines make the wait finite).
@@ -367,10 +379,12 @@ PROPERTIES = (
              (Clause("advertised-versions-within-controller", ALWAYS,
                      advertised_versions_within_controller),)),
     Property("L1", "every-request-answered",
-             "each client request gets exactly one final response: never two, and one once "
-             "the cluster is quiescent",
+             "each client request gets exactly one final response: never two, a forwarded one "
+             "by its deadline, and every one once the cluster is quiescent",
              "KIP-590 'retry until timeout'",
              (Clause("at-most-one-final-response", ALWAYS, at_most_one_final_response),
+              Clause("forwarded-request-answered-by-deadline", ALWAYS,
+                     forwarded_request_answered_by_deadline),
               Clause("every-request-answered", QUIESCENT, every_request_answered))),
 )
 PROPERTY_IDS = tuple(p.id for p in PROPERTIES)
@@ -386,7 +400,7 @@ def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list) -> tuple 
     for pid, clause in _ALWAYS:
         if not clause.holds(s, cfg, d):
             return pid, clause.name
-    if _QUIESCENT and quiescent(s, cfg, succ):
+    if _QUIESCENT and quiescent(s, cfg, d, succ):
         for pid, clause in _QUIESCENT:
             if not clause.holds(s, cfg, d):
                 return pid, clause.name

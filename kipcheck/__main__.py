@@ -1,0 +1,4 @@
+import sys
+from kipcheck.cli import main
+
+sys.exit(main())

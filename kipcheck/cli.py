@@ -1,0 +1,391 @@
+"""The ``kipcheck`` command line.
+
+Exit codes: 0 = everything holds; 1 = a property is violated (or, for ``check``, the correct
+design fails, a witness is unreached or a variant is not caught); 2 = bad input (unknown
+name, malformed or mismatching trace, bad option), with one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInput(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):                      # one line, exit 2 (argparse prints two)
+        raise BadInput(f"{message} (see 'kipcheck {self.prog.split()[-1]} --help')"
+                       if " " in self.prog else f"{message} (see 'kipcheck --help')")
+
+
+# --------------------------------------------------------------------------------------------
+# explore
+
+
+def _spec(config: str, variant: str | None):
+    from properties.kafka_spec import KafkaSpec, UnknownName
+    try:
+        return KafkaSpec.named(config, variant)
+    except UnknownName as e:
+        raise BadInput(str(e)) from None
+
+
+def _trace_of(spec, result):
+    from properties.trace import Trace
+    clause = spec.clause_violated(result.violating_state)
+    return Trace(spec.cfg.name, spec.variant, tuple(result.trace), result.violation,
+                 clause[1] if clause else None, engine="explore")
+
+
+def _print_trace(trace, out) -> None:
+    from model.describe import describe_step
+    from properties.kafka_spec import KafkaSpec
+    cfg = KafkaSpec.named(trace.config, trace.variant).cfg
+    print(f"counterexample ({len(trace.steps)} steps) violating {trace.property} "
+          f"[{trace.clause}]:", file=out)
+    for i, st in enumerate(trace.steps, 1):
+        print(f"  {i:>3}. {describe_step(cfg, st)}", file=out)
+        print(f"       Step({st.action!r}, {st.args!r}),", file=out)
+
+
+def cmd_explore(args) -> int:
+    from properties.explore import explore, write_dot, write_graphml
+    from properties.registry import BY_ID
+    spec = _spec(args.config, args.variant)
+    if args.max_states is not None and args.max_states < 1:
+        raise BadInput("--max-states must be a positive number")
+    for opt in ("trace_out", "itf_out", "graph_out"):
+        path = getattr(args, opt)
+        if path and not Path(path).parent.exists():
+            raise BadInput(f"--{opt.replace('_', '-')}: directory {Path(path).parent} does not exist")
+    progress = None if args.quiet else sys.stderr
+    try:
+        result = explore(spec, symmetry=args.symmetry, max_states=args.max_states,
+                         max_depth=args.max_depth, progress=progress,
+                         graph=bool(args.graph_out))
+    except ValueError as e:                                  # graph too large, bad bounds
+        raise BadInput(str(e)) from None
+    out = sys.stdout
+    print(f"{spec.name}: {result.distinct:,} distinct states, {result.generated:,} generated, "
+          f"depth {result.depth}, {result.seconds:.2f} s "
+          f"({result.distinct_per_second:,.0f} distinct/s){' with symmetry' if args.symmetry else ''}"
+          f"{'' if result.complete else ' -- INCOMPLETE (' + str(result.stop_reason) + ')'}",
+          file=out)
+    covered = [a for a, n in result.action_counts.items() if n]
+    print(f"actions taken: {len(covered)}/{len(result.action_counts)}; " + ", ".join(
+        f"{a} {n:,}" for a, n in result.action_counts.items() if n), file=out)
+    if not covered == list(result.action_counts):
+        never = [a for a, n in result.action_counts.items() if not n]
+        print(f"actions never enabled: {', '.join(never)}", file=out)
+    print(f"witnesses reached: {len(result.witnesses_reached)}/{len(spec.witness_ids())}"
+          + (f"; MISSING: {', '.join(result.witnesses_missing)}" if result.witnesses_missing
+             and result.violation is None and result.complete else ""), file=out)
+    if result.graph is not None:
+        (write_graphml if args.graph_out.endswith(".graphml") else write_dot)(result.graph,
+                                                                             args.graph_out)
+        print(f"state graph written to {args.graph_out}", file=out)
+    if result.violation is None:
+        print("no property violated" + ("" if result.complete else " within the bounds"),
+              file=out)
+        return EXIT_OK if (result.complete or args.max_states) and not (
+            result.complete and result.witnesses_missing) else EXIT_VIOLATION
+    trace = _trace_of(spec, result)
+    prop = BY_ID[result.violation]
+    print(f"VIOLATED {prop.id} {prop.name}: {prop.statement}", file=out)
+    _print_trace(trace, out)
+    if args.trace_out:
+        trace.dump(args.trace_out)
+        print(f"trace written to {args.trace_out} (replay: kipcheck replay {args.trace_out})",
+              file=out)
+    if args.itf_out:
+        from kipcheck.export import write_itf
+        from properties.trace import replay
+        write_itf(replay(trace), args.itf_out)
+        print(f"ITF trace written to {args.itf_out}", file=out)
+    return EXIT_VIOLATION
+
+
+# --------------------------------------------------------------------------------------------
+# replay
+
+
+def cmd_replay(args) -> int:
+    from properties.trace import Trace, TraceError, as_pytest, replay
+    try:
+        trace = Trace.load(args.file)
+        result = replay(trace)
+    except TraceError as e:
+        raise BadInput(f"trace {args.file}: {e}") from None
+    out = sys.stdout
+    note = ""
+    if trace.model_hash and not result.model_hash_matches:
+        note = f" (recorded with model {trace.model_hash}; this is a different model version)"
+    if args.pytest:
+        print(as_pytest(trace), end="", file=out)
+    else:
+        _print_trace(trace, out) if trace.property else print(
+            f"trace of {len(trace.steps)} steps", file=out)
+    if args.itf_out:
+        from kipcheck.export import write_itf
+        write_itf(result, args.itf_out)
+        print(f"ITF trace written to {args.itf_out}", file=out)
+    if args.mermaid_out:
+        from kipcheck.export import to_mermaid
+        from properties.kafka_spec import get_config
+        Path(args.mermaid_out).write_text(to_mermaid(result, get_config(trace.config)))
+        print(f"Mermaid diagram written to {args.mermaid_out}", file=out)
+    if not result.reproduced:
+        got = f"{result.violation[0]} [{result.violation[1]}]" if result.violation else "no violation"
+        raise BadInput(f"trace {args.file}: replays, but ends in {got}, not the recorded "
+                       f"{trace.property or 'no violation'}{note}")
+    if note:
+        print(f"note: trace{note}", file=sys.stderr)
+    if result.violation:
+        print(f"reproduced: {trace.config} [{trace.variant}] violates {result.violation[0]} "
+              f"[{result.violation[1]}] after {len(trace.steps)} steps", file=out)
+        return EXIT_VIOLATION
+    print(f"replayed {len(trace.steps)} steps: no property violated", file=out)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# listings
+
+
+def cmd_variants(args) -> int:
+    from model.config import VARIANTS
+    if args.json:
+        print(json.dumps([{"name": v.name, "kind": v.kind, "breaks": list(v.breaks),
+                           "config": v.config, "flags": list(v.flags),
+                           "description": v.description, "source": v.source}
+                          for v in VARIANTS.values()], indent=1))
+        return EXIT_OK
+    width = max(len(n) for n in VARIANTS)
+    for v in VARIANTS.values():
+        kind = "" if v.kind == "seeded" else f" ({v.kind})"
+        print(f"{v.name:<{width}}  breaks {'/'.join(v.breaks):<6} on {v.config}{kind}")
+        print(f"{'':<{width}}  {v.description}")
+        print(f"{'':<{width}}  source: {v.source}")
+    return EXIT_OK
+
+
+def cmd_configs(args) -> int:
+    from model.configs import CONFIGS
+    if args.json:
+        print(json.dumps([{"name": c.name, "tier": c.tier, "mode": c.mode,
+                           "nodes": [n.name for n in c.nodes],
+                           "clients": [k.name for k in c.clients],
+                           "description": c.description} for c in CONFIGS.values()], indent=1))
+        return EXIT_OK
+    for c in CONFIGS.values():
+        bounds = (f"elections {c.max_elections}, expiries {c.max_session_expiries}, crashes "
+                  f"{c.max_crashes}, restarts {c.max_restarts}, drops {c.max_drops}, time "
+                  f"{c.max_time}")
+        print(f"{c.name} [{c.tier}, {c.mode}] nodes {' '.join(n.name for n in c.nodes)}; "
+              f"clients {' '.join(k.name for k in c.clients) or '-'}")
+        print(f"  {c.description}")
+        print(f"  bounds: {bounds}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# check: the main job
+
+
+def _check_one(job):
+    """One exploration for ``check`` (runs in a worker process)."""
+    config, variant, symmetry = job
+    from properties.explore import explore
+    from properties.kafka_spec import KafkaSpec
+    spec = KafkaSpec.named(config, variant)
+    r = explore(spec, symmetry=symmetry)
+    trace = None
+    clause = None
+    if r.violation:
+        clause = spec.clause_violated(r.violating_state)[1]
+        trace = [s.to_json() if hasattr(s, "to_json") else list(s) for s in r.trace]
+    return {"config": config, "variant": variant or "correct", "distinct": r.distinct,
+            "seconds": r.seconds, "violation": r.violation, "clause": clause,
+            "trace": trace, "complete": r.complete,
+            "witnesses_missing": list(r.witnesses_missing)}
+
+
+def cmd_check(args) -> int:
+    from model.config import VARIANTS
+    from model.configs import CONFIGS, SMALL, TINY
+    from properties.registry import PROPERTIES
+    if args.configs == "tiny":
+        configs = list(TINY)
+    elif args.configs == "small":
+        configs = list(SMALL)
+    elif args.configs == "all":
+        configs = list(TINY) + list(SMALL)
+    else:
+        configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+        unknown = [c for c in configs if c not in CONFIGS]
+        if unknown:
+            raise BadInput(f"unknown configuration {unknown[0]!r}; configurations: "
+                           f"{', '.join(CONFIGS)}")
+    variants = [v for v in VARIANTS.values() if v.config in configs]
+    jobs = [(c, None, args.symmetry) for c in configs] + \
+           [(c, v.name, args.symmetry) for v in variants for c in configs]
+    t0 = time.perf_counter()
+    results = []
+    workers = max(1, min(args.jobs, len(jobs)))
+    print(f"kipcheck check: {len(configs)} configurations x (correct design + "
+          f"{len(variants)} variants) = {len(jobs)} explorations on {workers} processes",
+          file=sys.stderr)
+    if workers == 1:
+        mapper = map(_check_one, jobs)
+        executor = None
+    else:
+        executor = ProcessPoolExecutor(max_workers=workers)
+        mapper = executor.map(_check_one, jobs)
+    try:
+        for i, res in enumerate(mapper, 1):
+            results.append(res)
+            print(f"  [{i}/{len(jobs)}] {res['config']} [{res['variant']}]: "
+                  f"{res['distinct']:,} states, {res['seconds']:.1f} s, "
+                  f"{res['violation'] or 'no violation'}", file=sys.stderr)
+    finally:
+        if executor:
+            executor.shutdown()
+    by = {(r["config"], r["variant"]): r for r in results}
+    out = sys.stdout
+    failures = []
+    # table 1: property x configuration, correct design
+    print("\nCorrect design: property x configuration", file=out)
+    colw = max(12, *(len(c) for c in configs))
+    print(f"{'':<28}" + "".join(f"{c:>{colw + 2}}" for c in configs), file=out)
+    for p in PROPERTIES:
+        row = f"{p.id + ' ' + p.name:<28}"
+        for c in configs:
+            r = by[(c, "correct")]
+            row += f"{('VIOLATED' if r['violation'] == p.id else 'holds'):>{colw + 2}}"
+        print(row, file=out)
+    row_states = f"{'states':<28}" + "".join(
+        f"{by[(c, 'correct')]['distinct']:>{colw + 2},}" for c in configs)
+    row_time = f"{'time (s)':<28}" + "".join(
+        f"{by[(c, 'correct')]['seconds']:>{colw + 2}.2f}" for c in configs)
+    row_wit = f"{'witnesses reached':<28}" + "".join(
+        f"{str(len(CONFIGS[c].witnesses) - len(by[(c, 'correct')]['witnesses_missing'])) + '/' + str(len(CONFIGS[c].witnesses)):>{colw + 2}}"
+        for c in configs)
+    print(row_states, file=out)
+    print(row_time, file=out)
+    print(row_wit, file=out)
+    for c in configs:
+        r = by[(c, "correct")]
+        if r["violation"]:
+            failures.append(f"correct design violates {r['violation']} on {c}")
+        if r["witnesses_missing"]:
+            failures.append(f"witnesses unreached on {c}: {', '.join(r['witnesses_missing'])}")
+    # table 2: variant x configuration
+    print("\nDesign variants: property violated per configuration (shortest trace length)",
+          file=out)
+    namew = max(len(v.name) for v in variants) if variants else 10
+    print(f"{'variant':<{namew}}  {'must break':<10}" + "".join(f"{c:>{colw + 2}}" for c in configs)
+          + "  caught", file=out)
+    for v in variants:
+        row = f"{v.name:<{namew}}  {'/'.join(v.breaks):<10}"
+        caught = False
+        for c in configs:
+            r = by[(c, v.name)]
+            cell = f"{r['violation']} ({len(r['trace'])})" if r["violation"] else "-"
+            row += f"{cell:>{colw + 2}}"
+            if r["violation"] in v.breaks and c == v.config:
+                caught = True
+        row += "  yes" if caught else "  NO"
+        print(row, file=out)
+        if not caught:
+            failures.append(f"variant {v.name} not caught on {v.config}")
+    total = time.perf_counter() - t0
+    print(f"\n{len(jobs)} explorations in {total:.1f} s", file=out)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"configs": configs, "results": results,
+                                               "failures": failures, "seconds": total},
+                                              indent=1) + "\n")
+        print(f"results written to {args.json}", file=out)
+    if failures:
+        print("FAILED: " + "; ".join(failures), file=out)
+        return EXIT_VIOLATION
+    print("OK: the correct design holds and reaches every witness; every variant is caught",
+          file=out)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kipcheck", description="Check designs of Kafka's controller-side "
+                "protocols (KIP-590 forwarding, KIP-919 controller registration, KIP-103 "
+                "listeners).")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    e = sub.add_parser("explore", help="explore a configuration exhaustively")
+    e.add_argument("--config", required=True, help="configuration name (kipcheck configs)")
+    e.add_argument("--variant", help="design variant (kipcheck variants); default: correct")
+    e.add_argument("--symmetry", action="store_true", help="reduce by symmetry (DESIGN 3.3)")
+    e.add_argument("--max-states", type=int, help="stop after this many distinct states")
+    e.add_argument("--max-depth", type=int, help="explore no deeper than this")
+    e.add_argument("--trace-out", help="write the counterexample as a JSON trace")
+    e.add_argument("--itf-out", help="write the counterexample as an ITF trace")
+    e.add_argument("--graph-out", help="write the state graph (.dot or .graphml; small configs)")
+    e.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    e.set_defaults(func=cmd_explore)
+
+    r = sub.add_parser("replay", help="replay a JSON trace through the model")
+    r.add_argument("file")
+    r.add_argument("--itf-out", help="also write the trace as ITF")
+    r.add_argument("--mermaid-out", help="also write a Mermaid sequence diagram")
+    r.add_argument("--pytest", action="store_true", help="print it as a pytest regression test")
+    r.set_defaults(func=cmd_replay)
+
+    v = sub.add_parser("variants", help="list the design variants")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_variants)
+
+    c = sub.add_parser("configs", help="list the named configurations")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_configs)
+
+    k = sub.add_parser("check", help="the main job: every default configuration under the "
+                       "correct design and every variant")
+    k.add_argument("--configs", default="tiny",
+                   help="tiny (default), small, all, or a comma-separated list of names")
+    k.add_argument("--symmetry", action="store_true")
+    k.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    k.add_argument("--json", help="write the results as JSON")
+    k.set_defaults(func=cmd_check)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return EXIT_BAD_INPUT
+        return args.func(args)
+    except BadInput as e:
+        print(f"kipcheck: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("kipcheck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:                        # output piped into head: not an error
+        sys.stdout = None
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

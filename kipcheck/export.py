@@ -1,0 +1,73 @@
+"""Trace exports: ITF (the Apalache / Quint informal trace format) and Mermaid sequence
+diagrams."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from model.describe import describe_step, node_name
+from model.state import Msg
+from properties.trace import ReplayResult
+
+_SAFE = 2 ** 53 - 1
+
+
+def to_itf_value(v):
+    """A model value as an ITF value: records for dataclasses and NamedTuples, sequences
+    for tuples, {"#set": [...]} for frozensets, {"#bigint": "..."} past 2^53."""
+    if isinstance(v, bool) or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v if -_SAFE <= v <= _SAFE else {"#bigint": str(v)}
+    if dataclasses.is_dataclass(v):
+        return {f.name: to_itf_value(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return {name: to_itf_value(getattr(v, name)) for name in v._fields}
+    if isinstance(v, tuple):
+        return [to_itf_value(x) for x in v]
+    if isinstance(v, frozenset):
+        return {"#set": [to_itf_value(x) for x in sorted(v, key=repr)]}
+    raise TypeError(f"no ITF form for {type(v).__name__}")
+
+
+def to_itf(result: ReplayResult) -> dict:
+    trace = result.trace
+    first = result.states[0]
+    var_names = [f.name for f in dataclasses.fields(first)] + ["action"]
+    states = []
+    for i, s in enumerate(result.states):
+        obj = {"#meta": {"index": i}}
+        obj.update({f.name: to_itf_value(getattr(s, f.name)) for f in dataclasses.fields(s)})
+        obj["action"] = "init" if i == 0 else str(trace.steps[i - 1])
+        states.append(obj)
+    return {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
+                      "source": f"kipcheck {trace.config} [{trace.variant}]",
+                      "description": f"violates {trace.property}" if trace.property else "trace",
+                      "model_hash": trace.model_hash},
+            "vars": var_names, "states": states}
+
+
+def write_itf(result: ReplayResult, path) -> None:
+    Path(path).write_text(json.dumps(to_itf(result), indent=1) + "\n")
+
+
+def to_mermaid(result: ReplayResult, cfg) -> str:
+    """A Mermaid sequence diagram of the messages a trace sends and delivers."""
+    lines = ["sequenceDiagram"]
+    for c in cfg.clients:
+        lines.append(f"    participant {c.name}")
+    for n in cfg.nodes:
+        lines.append(f"    participant {n.name}")
+    for i, st in enumerate(result.trace.steps):
+        if st.action == "client_sends_request":
+            c = cfg.clients[st.args[0]]
+            lines.append(f"    {c.name}->>{node_name(cfg, c.node)}: {describe_step(cfg, st)}")
+        elif st.args and isinstance(st.args[0], tuple):
+            m = Msg(*st.args[0])
+            lines.append(f"    {node_name(cfg, m.src)}-->>{node_name(cfg, m.dst)}: "
+                         f"{i + 1}. {st.action}")
+        else:
+            who = node_name(cfg, st.args[0]) if st.args else cfg.nodes[0].name
+            lines.append(f"    Note over {who}: {i + 1}. {describe_step(cfg, st)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,166 @@
+"""The project's JSON trace format, version 1, and its replay.
+
+A trace names its configuration and design variant, lists the steps from the initial state
+and, for a counterexample, the property and clause violated at its end.  ``replay`` runs it
+through ``model.next.step`` and checks that the end state violates the same property.
+
+    {"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+     "variant": "zombie-writes-unfenced", "property": "P1",
+     "clause": "zk-writes-carry-current-epoch", "engine": "explore",
+     "model_hash": "...", "steps": [["client_sends_request", [0]], ...],
+     "descriptions": ["A1 (admin) sends CreateTopics to B2 on CLIENT", ...]}
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import model
+from model.describe import describe_step
+from model.step import Step
+from properties import registry
+from properties.kafka_spec import KafkaSpec, UnknownName
+
+FORMAT = "kipcheck-trace"
+VERSION = 1
+
+
+class TraceError(ValueError):
+    """A trace file that is malformed or does not match the model; the message says why."""
+
+
+def model_hash() -> str:
+    """SHA-256 over the model's source files: a trace records which model produced it."""
+    h = hashlib.sha256()
+    root = Path(model.__file__).parent
+    for path in sorted(root.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Trace:
+    config: str
+    variant: str
+    steps: tuple
+    property: str | None = None
+    clause: str | None = None
+    engine: str = "explore"
+    model_hash: str = field(default_factory=model_hash)
+
+    def to_json(self) -> dict:
+        spec = KafkaSpec.named(self.config, self.variant)
+        return {"format": FORMAT, "version": VERSION, "config": self.config,
+                "variant": self.variant, "property": self.property, "clause": self.clause,
+                "engine": self.engine, "model_hash": self.model_hash,
+                "steps": [st.to_json() for st in self.steps],
+                "descriptions": [describe_step(spec.cfg, st) for st in self.steps]}
+
+    def dump(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+
+    @staticmethod
+    def from_json(obj) -> "Trace":
+        if not isinstance(obj, dict):
+            raise TraceError("a trace is a JSON object")
+        if obj.get("format") != FORMAT:
+            raise TraceError(f"not a kipcheck trace (format is {obj.get('format')!r}, "
+                             f"expected {FORMAT!r})")
+        if obj.get("version") != VERSION:
+            raise TraceError(f"unsupported trace version {obj.get('version')!r} "
+                             f"(this kipcheck reads version {VERSION})")
+        for key in ("config", "variant", "steps"):
+            if key not in obj:
+                raise TraceError(f"missing field {key!r}")
+        if not isinstance(obj["config"], str) or not isinstance(obj["variant"], str):
+            raise TraceError("fields 'config' and 'variant' must be strings")
+        if not isinstance(obj["steps"], list):
+            raise TraceError("field 'steps' must be a list")
+        prop = obj.get("property")
+        if prop is not None and prop not in registry.BY_ID:
+            raise TraceError(f"unknown property {prop!r}; properties: "
+                             f"{', '.join(registry.PROPERTY_IDS)}")
+        steps = []
+        for i, raw in enumerate(obj["steps"]):
+            try:
+                steps.append(Step.from_json(raw))
+            except ValueError as e:
+                raise TraceError(f"step {i + 1}: {e}") from None
+        try:
+            KafkaSpec.named(obj["config"], obj["variant"])
+        except UnknownName as e:
+            raise TraceError(str(e)) from None
+        return Trace(obj["config"], obj["variant"], tuple(steps), prop, obj.get("clause"),
+                     obj.get("engine", "explore"), obj.get("model_hash", ""))
+
+    @staticmethod
+    def load(path) -> "Trace":
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise TraceError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        return Trace.from_json(obj)
+
+
+@dataclass
+class ReplayResult:
+    trace: Trace
+    states: list
+    violation: tuple | None         # (property, clause) at the end state
+    reproduced: bool                # the recorded property is the one violated at the end
+    model_hash_matches: bool
+
+
+def replay(trace: Trace) -> ReplayResult:
+    """Replay through ``step()``; TraceError if a step is not enabled or malformed."""
+    spec = KafkaSpec.named(trace.config, trace.variant)
+    states = [spec.initial_states()[0]]
+    for i, st in enumerate(trace.steps):
+        try:
+            nxt = spec.step(states[-1], st)
+        except ValueError as e:
+            raise TraceError(f"step {i + 1} ({st}): {e}") from None
+        if nxt is None:
+            raise TraceError(f"step {i + 1} ({st}) is not enabled in {spec.name}: the trace does "
+                             f"not match this model")
+        states.append(nxt)
+    end = states[-1]
+    violation = registry.first_violation(end, spec.cfg, spec.design, spec.successors(end))
+    reproduced = (violation is not None and violation[0] == trace.property) \
+        if trace.property else violation is None
+    return ReplayResult(trace, states, violation, reproduced, trace.model_hash == model_hash())
+
+
+def as_pytest(trace: Trace, test_name: str | None = None) -> str:
+    """The trace as a ready-to-paste pytest regression test."""
+    name = test_name or "test_{}_{}".format(trace.config, trace.variant).replace("-", "_")
+    spec = KafkaSpec.named(trace.config, trace.variant)
+    lines = [
+        "from model.step import Step",
+        "from properties.trace import Trace, replay",
+        "",
+        "",
+        f"def {name}():",
+        f'    """{trace.property or "no violation"} on {trace.config} under {trace.variant}."""',
+        "    steps = (",
+    ]
+    for st in trace.steps:
+        lines.append(f"        Step({st.action!r}, {st.args!r}),  # {describe_step(spec.cfg, st)}")
+    lines += [
+        "    )",
+        f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps, {trace.property!r}))",
+    ]
+    if trace.property:
+        lines.append(f"    assert result.violation[0] == {trace.property!r}")
+    else:
+        lines.append("    assert result.violation is None")
+    return "\n".join(lines) + "\n"
+
+

@@ -1,0 +1,166 @@
+"""The command line: exit codes, listings, and bad input (done-when item 6): one clear line on
+stderr and exit code 2, never a traceback."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kipcheck.cli import main
+from model.config import VARIANTS
+from model.configs import CONFIGS
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err):
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_unknown_configuration_lists_valid_names(capsys):
+    code, _, err = run(["explore", "--config", "nope"], capsys)
+    line = one_line(err)
+    assert code == 2 and "unknown configuration 'nope'" in line
+    assert all(name in line for name in CONFIGS)
+
+
+def test_unknown_variant_lists_valid_names(capsys):
+    code, _, err = run(["explore", "--config", "zk-forward-zombie", "--variant", "nah"], capsys)
+    line = one_line(err)
+    assert code == 2 and "unknown variant 'nah'" in line
+    assert all(name in line for name in VARIANTS)
+
+
+def test_unknown_check_configuration(capsys):
+    code, _, err = run(["check", "--configs", "zk-forward-zombie,nope"], capsys)
+    assert code == 2 and "unknown configuration 'nope'" in one_line(err)
+
+
+def test_missing_option_and_bad_number(capsys):
+    code, _, err = run(["explore"], capsys)
+    assert code == 2 and "--config" in one_line(err)
+    code, _, err = run(["explore", "--config", "zk-forward-zombie", "--max-states", "x"], capsys)
+    assert code == 2 and "invalid int value" in one_line(err)
+    code, _, err = run(["explore", "--config", "zk-forward-zombie", "--max-states", "0"], capsys)
+    assert code == 2 and "--max-states" in one_line(err)
+
+
+GOOD_STEPS = [["client_sends_request", [0]]]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not JSON"),
+    ("[1, 2]", "a trace is a JSON object"),
+    (json.dumps({"format": "other", "version": 1}), "not a kipcheck trace"),
+    (json.dumps({"format": "kipcheck-trace", "version": 9}), "unsupported trace version 9"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct"}), "missing field 'steps'"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "nope",
+                 "variant": "correct", "steps": []}), "unknown configuration 'nope'"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "nah", "steps": []}), "unknown variant 'nah'"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct", "steps": [["client_sends_request"]]}), "step 1"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct", "steps": [["no_such_action", []]]}),
+     "unknown action 'no_such_action'"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct", "steps": [["client_sends_request", [7]]]}),
+     "out of range"),
+    # a step that is not enabled: the trace does not match the model
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct", "steps": [["controller_processes_event", [0]]]}),
+     "is not enabled"),
+    # replays, but does not end in the recorded violation
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct", "property": "P1", "steps": GOOD_STEPS}),
+     "not the recorded P1"),
+    (json.dumps({"format": "kipcheck-trace", "version": 1, "config": "zk-forward-zombie",
+                 "variant": "correct", "property": "P99", "steps": GOOD_STEPS}),
+     "unknown property 'P99'"),
+])
+def test_bad_trace_files(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    code, _, err = run(["replay", str(path)], capsys)
+    assert code == 2
+    line = one_line(err)
+    assert message in line and str(path) in line
+
+
+def test_missing_trace_file(tmp_path, capsys):
+    code, _, err = run(["replay", str(tmp_path / "absent.json")], capsys)
+    assert code == 2 and "cannot read" in one_line(err)
+
+
+def test_explore_violation_writes_replayable_trace_itf_and_test(tmp_path, capsys):
+    trace = tmp_path / "t.json"
+    itf = tmp_path / "t.itf.json"
+    code, out, _ = run(["explore", "--config", "zk-envelope-security", "--variant",
+                        "leak-envelope-error", "--quiet", "--trace-out", str(trace),
+                        "--itf-out", str(itf)], capsys)
+    assert code == 1 and "VIOLATED P7" in out
+    assert "Step('client_sends_request', (1,))," in out       # pasteable steps
+    obj = json.loads(itf.read_text())
+    assert obj["vars"][-1] == "action" and len(obj["states"]) == len(
+        json.loads(trace.read_text())["steps"]) + 1
+    assert obj["states"][0]["#meta"]["index"] == 0
+    code, out, _ = run(["replay", str(trace), "--pytest"], capsys)
+    assert code == 1 and "def test_zk_envelope_security_leak_envelope_error" in out
+    namespace = {}
+    exec(compile(out.split("reproduced:")[0], "generated_test", "exec"), namespace)
+    namespace["test_zk_envelope_security_leak_envelope_error"]()      # the generated test passes
+
+
+def test_explore_correct_design_exits_zero_and_exports_graph(tmp_path, capsys):
+    dot = tmp_path / "g.dot"
+    graphml = tmp_path / "g.graphml"
+    code, out, _ = run(["explore", "--config", "zk-envelope-security", "--quiet",
+                        "--graph-out", str(dot)], capsys)
+    assert code == 0 and "no property violated" in out and "witnesses reached: 3/3" in out
+    assert dot.read_text().startswith("digraph")
+    code, _, _ = run(["explore", "--config", "zk-envelope-security", "--quiet",
+                      "--graph-out", str(graphml)], capsys)
+    import networkx
+    g = networkx.read_graphml(graphml)
+    assert g.number_of_nodes() == 930
+
+
+def test_explore_truncated_run_says_so(capsys):
+    code, out, _ = run(["explore", "--config", "kraft-registration", "--quiet",
+                        "--max-states", "100"], capsys)
+    assert "INCOMPLETE" in out and code == 0
+
+
+def test_listings_name_everything(capsys):
+    code, out, _ = run(["variants"], capsys)
+    assert code == 0 and all(name in out for name in VARIANTS)
+    code, out, _ = run(["configs"], capsys)
+    assert code == 0 and all(name in out for name in CONFIGS)
+    code, out, _ = run(["variants", "--json"], capsys)
+    assert {v["name"] for v in json.loads(out)} == set(VARIANTS)
+
+
+def test_check_on_one_configuration(capsys, tmp_path):
+    report = tmp_path / "check.json"
+    code, out, _ = run(["check", "--configs", "zk-envelope-security", "--jobs", "1",
+                        "--json", str(report)], capsys)
+    assert code == 0, out
+    assert "OK: the correct design holds" in out
+    for v in ("envelope-any-listener", "authorize-as-forwarder", "leak-envelope-error"):
+        assert v in out
+    data = json.loads(report.read_text())
+    assert not data["failures"] and len(data["results"]) == 4
+
+
+def test_console_entry_point_runs():
+    proc = subprocess.run([sys.executable, "-m", "kipcheck", "variants"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "zombie-writes-unfenced" in proc.stdout

@@ -1,0 +1,113 @@
+"""The model's own rules: standard library only, impl/ independent of model/, pure and
+deterministic steps, stable fingerprints across processes, well-formed configurations."""
+import ast
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from model import next as model_next
+from model.config import Design, ModelConfig
+from model.configs import CONFIGS, TINY
+from model.step import Step
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imports_of(package):
+    found = set()
+    for path in (ROOT / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {(path.name, a.name.split(".")[0]) for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add((path.name, node.module.split(".")[0]))
+    return found
+
+
+def test_model_imports_only_the_standard_library():
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    bad = [(f, m) for f, m in imports_of("model") if m not in stdlib and m != "model"]
+    assert not bad
+
+
+def test_impl_does_not_import_model():
+    bad = [(f, m) for f, m in imports_of("impl") if m in {"model", "properties", "kipcheck"}]
+    assert not bad
+
+
+def bfs_fingerprints(name, limit=300):
+    cfg = CONFIGS[name]
+    d = Design()
+    frontier = [model_next.initial_state(cfg)]
+    out = []
+    while frontier and len(out) < limit:
+        s = frontier.pop(0)
+        out.append(hash(s))
+        frontier.extend(t for _, t in model_next.successors(s, cfg, d))
+    return out
+
+
+def test_fingerprints_are_the_same_in_another_process():
+    """hash(state) is the fingerprint: it must not depend on the process (no str, no None)."""
+    here = {name: bfs_fingerprints(name) for name in TINY}
+    code = ("import json, sys; sys.path.insert(0, %r); from tests.test_model import "
+            "bfs_fingerprints; from model.configs import TINY; "
+            "print(json.dumps({n: bfs_fingerprints(n) for n in TINY}))" % str(ROOT))
+    import json
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={"PYTHONHASHSEED": "12345", "PATH": ""}, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == here
+
+
+def test_successors_are_deterministic_and_step_replays_them():
+    for name in TINY:
+        cfg = CONFIGS[name]
+        s = model_next.initial_state(cfg)
+        for _ in range(6):
+            succ = model_next.successors(s, cfg, Design())
+            assert succ == model_next.successors(s, cfg, Design())
+            for st, t in succ:
+                again = model_next.step(s, cfg, Design(), Step.from_json(st.to_json()))
+                assert again == t
+            s = succ[-1][1] if succ else s
+
+
+def test_step_rejects_unknown_actions_and_bad_arguments():
+    cfg = CONFIGS["zk-forward-zombie"]
+    s = model_next.initial_state(cfg)
+    with pytest.raises(ValueError, match="unknown action"):
+        model_next.step(s, cfg, Design(), Step("teleport", ()))
+    with pytest.raises(ValueError, match="out of range"):
+        model_next.step(s, cfg, Design(), Step("node_crashes", (9,)))
+    with pytest.raises(ValueError, match="takes a message"):
+        model_next.step(s, cfg, Design(), Step("controller_handles_envelope", ((1, 2),)))
+    assert model_next.step(s, cfg, Design(), Step("controller_processes_event", (0,))) is None
+
+
+def test_configuration_validation():
+    cfg = CONFIGS["kraft-forward-leader-change"]
+    with pytest.raises(ValueError, match="not interchangeable"):
+        replace(cfg, symmetric_groups=((0, 1),)).validate()
+    with pytest.raises(ValueError, match="mode"):
+        replace(cfg, mode="raft").validate()
+    with pytest.raises(ValueError, match="no listener"):
+        replace(cfg, clients=(replace(cfg.clients[0], listener="NOPE"),)).validate()
+    with pytest.raises(ValueError, match="max_time"):
+        replace(cfg, max_time=-1).validate()
+    for c in CONFIGS.values():
+        c.validate()
+        assert isinstance(c, ModelConfig)
+
+
+def test_actions_are_pure():
+    """Applying a step never changes the state it was applied to (frozen records)."""
+    cfg = CONFIGS["kraft-registration"]
+    s = model_next.initial_state(cfg)
+    snapshot = repr(s)
+    for _, t in model_next.successors(s, cfg, Design()):
+        model_next.successors(t, cfg, Design())
+    assert repr(s) == snapshot

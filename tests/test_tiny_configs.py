@@ -1,0 +1,53 @@
+"""Every tiny configuration under the correct design: no violation, every witness reached,
+reachable-state counts pinned with and without symmetry (done-when item 2)."""
+import pytest
+
+from model.configs import CONFIGS, TINY
+from properties.explore import explore
+from properties.kafka_spec import KafkaSpec
+from properties.registry import WITNESSES
+
+# (distinct states without symmetry, with symmetry)
+PINNED = {
+    "zk-forward-zombie": (1700, 1700),
+    "kraft-forward-leader-change": (3768, 1990),
+    "kraft-registration": (73829, 73829),
+    "kraft-listeners": (23312, 23312),
+    "zk-envelope-security": (930, 930),
+}
+
+
+def test_every_tiny_configuration_is_pinned():
+    assert set(PINNED) == set(TINY)
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_correct_design_holds_and_reaches_every_witness(name):
+    result = explore(KafkaSpec.named(name))
+    assert result.complete
+    assert result.violation is None, result.trace
+    assert result.witnesses_missing == ()
+    assert set(result.witnesses_reached) == set(CONFIGS[name].witnesses)
+    assert result.distinct == PINNED[name][0]
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_symmetry_count_is_pinned_and_no_larger(name):
+    result = explore(KafkaSpec.named(name), symmetry=True)
+    assert result.complete and result.violation is None
+    assert result.witnesses_missing == ()
+    assert result.distinct == PINNED[name][1]
+    assert PINNED[name][1] <= PINNED[name][0]
+
+
+def test_symmetry_reduces_where_nodes_are_interchangeable():
+    plain, sym = PINNED["kraft-forward-leader-change"]
+    assert sym < plain
+
+
+def test_every_configuration_names_known_witnesses():
+    for cfg in CONFIGS.values():
+        assert set(cfg.witnesses) <= set(WITNESSES), cfg.name
+    used = {w for name in TINY for w in CONFIGS[name].witnesses}
+    assert len(used) >= 8
+    assert used == set(WITNESSES), set(WITNESSES) - used
