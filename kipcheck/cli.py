@@ -148,11 +148,12 @@ def cmd_replay(args) -> int:
                        f"{trace.property or 'no violation'}{note}")
     if note:
         print(f"note: trace{note}", file=sys.stderr)
+    status = sys.stderr if args.pytest else out     # keep --pytest output a valid module
     if result.violation:
         print(f"reproduced: {trace.config} [{trace.variant}] violates {result.violation[0]} "
-              f"[{result.violation[1]}] after {len(trace.steps)} steps", file=out)
+              f"[{result.violation[1]}] after {len(trace.steps)} steps", file=status)
         return EXIT_VIOLATION
-    print(f"replayed {len(trace.steps)} steps: no property violated", file=out)
+    print(f"replayed {len(trace.steps)} steps: no property violated", file=status)
     return EXIT_OK
 
 

@@ -7,7 +7,6 @@ step (what a node does on receipt of a request, how a reply travels), not steps 
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 from model import kafka
 from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
@@ -15,7 +14,8 @@ from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FOR
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION,
-                         Channel, Event, Item, Msg, Node, Record, Reply, Response, State, Write)
+                         Channel, Event, Item, Msg, Node, Record, Reply, Response, State, Write,
+                         replace)
 
 # --------------------------------------------------------------------------------------------
 # small pure helpers
@@ -41,14 +41,7 @@ def _waiting(s: State, c: int) -> bool:
 
 
 def principal_index(cfg: ModelConfig, principal: str) -> int:
-    return principal_names(cfg).index(principal)
-
-
-def principal_names(cfg: ModelConfig) -> tuple:
-    names = {n.principal for n in cfg.nodes} | {c.principal for c in cfg.clients}
-    names |= {c.claimed_principal for c in cfg.clients if c.claimed_principal}
-    names |= {p for p, _ in cfg.acls}
-    return tuple(sorted(names))
+    return cfg.principal_names.index(principal)
 
 
 def advertised_version(s: State, cfg: ModelConfig, d: Design, n: int) -> int:
@@ -509,7 +502,7 @@ def controller_handles_envelope(s: State, cfg: ModelConfig, d: Design, m: Msg) -
         return None
     s = replace(s, network=s.network - {m})
     reply = Reply(REPLY_ENVELOPE, m.src, m.key, m.listener, m.b)
-    sender = principal_names(cfg)[m.sender_principal]
+    sender = cfg.principal_names[m.sender_principal]
     return _receive_envelope(s, cfg, d, m.dst, m.key, m.a, m.b, m.listener, sender, reply)
 
 
@@ -587,7 +580,7 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
     r = m.dst
     s = replace(s, network=s.network - {m})
     reply = Reply(REPLY_REGISTRATION, m.src, m.a, m.listener)
-    if not cfg.allows(principal_names(cfg)[m.sender_principal], kafka.CLUSTER_ACTION):
+    if not cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION):
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
     q = s.quorum
     if q.leader != r:

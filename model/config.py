@@ -5,14 +5,16 @@ the one request each sends, ACLs, ``metadata.version``, the fault budget and the
 ``Design`` is the protocol design: one named flag per decision.  ``Design()`` is the design of
 the KIPs as Kafka ships it; a design variant (section 5 of DESIGN.md) flips one flag.
 
-Time is abstract: one tick stands for the shortest timeout in play.  ``forward_timeout`` is
-the forwarding channel's retry timeout (60000 ms on a KRaft broker, ``request.timeout.ms`` =
-30000 ms on a ZK broker, F-17) and ``registration_timeout`` the registration channel's 5000 ms
-(R-11), both counted in ticks.
+Time is abstract: a tick is a slice of time, and ``forward_timeout`` (the forwarding channel's
+retry timeout: 60000 ms on a KRaft broker, ``request.timeout.ms`` = 30000 ms on a ZK broker,
+F-17) and ``registration_timeout`` (the registration channel's 5000 ms, R-11) are counted in
+ticks.  Only the order of events against these deadlines matters to the properties, not the
+real ratio of the timeouts (docs/model.md gives the scale per configuration).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 from model import kafka
 
@@ -85,13 +87,25 @@ class ModelConfig:
     def n_nodes(self) -> int:
         return len(self.nodes)
 
-    @property
+    @cached_property
     def listener_names(self) -> tuple:
         """Every listener name in the cluster, sorted: endpoints in the state are indices here."""
         return tuple(sorted({lst.name for node in self.nodes for lst in node.listeners}))
 
+    @cached_property
+    def _listener_indices(self) -> dict:
+        return {name: i for i, name in enumerate(self.listener_names)}
+
     def listener_index(self, name: str) -> int:
-        return self.listener_names.index(name)
+        return self._listener_indices[name]
+
+    @cached_property
+    def principal_names(self) -> tuple:
+        """Every principal named by a node, a client or an ACL, sorted: messages carry indices."""
+        names = {n.principal for n in self.nodes} | {c.principal for c in self.clients}
+        names |= {c.claimed_principal for c in self.clients if c.claimed_principal}
+        names |= {p for p, _ in self.acls}
+        return tuple(sorted(names))
 
     def brokers(self) -> tuple:
         return tuple(i for i, n in enumerate(self.nodes) if n.role == BROKER)
@@ -240,8 +254,9 @@ VARIANTS = {v.name: v for v in (
             "KAFKA-10674; F-35", ("P8",), ("versions_not_intersected",),
             "kraft-forward-leader-change"),
     Variant("registration-no-recheck-after-success",
-            "Kafka 3.7-3.9 as shipped: a successful registration RPC re-checks nothing, so an "
-            "old incarnation's record that lands while the RPC is pending is never repaired",
+            "Kafka 3.7-3.9 as shipped: a registration check that finds an RPC pending is "
+            "dropped and success re-checks nothing, so an old incarnation's record that lands "
+            "meanwhile stays until some later delta touches the registration (R-9)",
             "kipcheck finding: ControllerRegistrationManager skips maybeSend while pendingRpcs > 0 "
             "and its success handler only counts (R-6, R-9); contradicts KIP-919 'If it is not, "
             "it will re-register.'", ("P3",), ("registration_no_recheck_after_success",),

@@ -10,12 +10,12 @@ order, and only ever creates a fresh one greater than all others:
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import permutations, product
 
 from model.config import ModelConfig
 from model.state import (NO_NODE, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_REGISTRATION, State)
+                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_REGISTRATION, State,
+                         replace)
 
 
 def _ranks(values) -> dict | None:

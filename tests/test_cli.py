@@ -114,8 +114,9 @@ def test_explore_violation_writes_replayable_trace_itf_and_test(tmp_path, capsys
     assert obj["states"][0]["#meta"]["index"] == 0
     code, out, _ = run(["replay", str(trace), "--pytest"], capsys)
     assert code == 1 and "def test_zk_envelope_security_leak_envelope_error" in out
+    assert "reproduced:" not in out            # stdout is the module alone
     namespace = {}
-    exec(compile(out.split("reproduced:")[0], "generated_test", "exec"), namespace)
+    exec(compile(out, "generated_test", "exec"), namespace)
     namespace["test_zk_envelope_security_leak_envelope_error"]()      # the generated test passes
 
 

@@ -111,3 +111,16 @@ def test_actions_are_pure():
     for _, t in model_next.successors(s, cfg, Design()):
         model_next.successors(t, cfg, Design())
     assert repr(s) == snapshot
+
+
+def test_fast_replace_matches_dataclasses_replace():
+    import dataclasses
+
+    from model.state import Node, Quorum, replace as fast_replace
+    node = Node(known_controller=3, replayed=2)
+    for changes in ({}, {"alive": False}, {"replayed": 5, "pending_rpc": True}):
+        a, b = fast_replace(node, **changes), dataclasses.replace(node, **changes)
+        assert a == b and hash(a) == hash(b) and a is not node
+    assert fast_replace(Quorum(), leader=1) == Quorum(leader=1)
+    with pytest.raises(TypeError, match="no field"):
+        fast_replace(node, bogus=1)

@@ -1,0 +1,568 @@
+"""Exhaustive explicit-state exploration (the TLC-like engine of kipcheck).
+
+``explore(spec)`` runs a breadth-first search over the states reachable from
+``spec.initial_states()`` under ``spec.successors``.  It is level-synchronous: level ``d`` holds
+the states at distance ``d`` from an initial state, and every state of level ``d`` is expanded
+(and checked with ``spec.violation``) before any state of level ``d + 1``, so the first violation
+found is at minimal depth and its trace is a shortest counterexample.
+
+Visited set
+-----------
+The explorer keeps 64-bit fingerprints (``spec.fingerprint(state) & (2**64 - 1)``), not states.
+Each finished level is stored as two
+``array`` objects: its fingerprints, sorted (``array('Q')``, 8 bytes each), and for every state the
+index of its parent in the previous level's array (``array('I')``, 4 bytes each; for level 0 the
+index of the initial state in ``spec.initial_states()``).  That is 12 bytes per visited state
+(``ExploreResult.bytes_per_state`` is measured with ``sys.getsizeof`` on those arrays).  Only the
+frontier (the level being expanded, with its states, and the candidates of the next level) lives
+in ordinary Python dicts and lists, and is freed level by level (``peak_frontier``,
+``peak_frontier_bytes``).  A level's states are expanded in fingerprint order, so runs are
+deterministic.
+
+Membership is decided in bulk at the end of each level: the candidates of level ``d + 1`` (a dict
+keyed by fingerprint, which already removes duplicates within the level) are checked against the
+stored levels, either by scanning a level's array against the dict (C speed, ~50 ns per stored
+fingerprint) or, when the candidates are few compared with the level, by binary search in it
+(~0.2-1 us per candidate); the cheaper one is chosen per array.  So that a deep, narrow state space
+does not pay one check per stored level per level, levels smaller than ``max(64, distinct / 512)``
+are also copied into a few merged sorted runs (sizes decreasing geometrically) and checked there;
+the copies are counted in ``bytes_per_state`` (negligible for wide state spaces; at worst 20
+bytes per state for very deep ones).  The cost of this scheme is ~ (stored states) x 50 ns per
+level for wide state spaces: about 0.5 us per state on TwoPhase-8 (25 levels), where a Python set
+would cost 60-70 bytes per state instead of 12.
+
+Traces are rebuilt from the parent links: walk back to level 0, then replay forward from the
+initial state, choosing at each depth the first successor whose fingerprint (with symmetry: the
+fingerprint of its canonical form) is the recorded one.  A path in the quotient graph always lifts
+to a concrete path, so the trace is concrete and replays with ``spec.step``.
+
+Fingerprint collisions
+----------------------
+Two different states with the same fingerprint are taken for one, so the part of the state space
+behind the second is not explored.  As in TLC, if fingerprints behave like independent uniform
+64-bit values, the probability of any collision among ``n`` distinct states is at most
+``n * (n - 1) / 2 / 2**64 < n**2 / 2**65`` (``ExploreResult.collision_probability_bound``): about
+8e-8 for 1.7 million states, 1e-4 for 61 million.  A spec whose fingerprint is injective (e.g. a
+packed state that fits in 64 bits) has no collisions at all.
+
+Counting conventions (as TLC): ``generated`` counts the initial states plus every transition
+computed (including stuttering self-loops); ``action_counts`` counts transitions per action name
+(every name of ``spec.action_names()``, zeros included); ``depth`` is the largest distance from an
+initial state among the stored states (``len(states_per_depth) - 1``).
+
+Witnesses are checked only while at least one is still unreached, by default on every transition
+(``witnesses_hit(prev, step, nxt, wanted)``; initial states are not transitions and are not
+checked).  Optional protocol extension: a spec whose witnesses are state predicates (its
+``witnesses_hit`` looks only at ``nxt``) may set ``witness_scope = "state"``; the explorer then
+calls ``witnesses_hit(None, None, state, wanted)`` once per distinct state, initial states
+included, which is exact for state predicates and an order of magnitude cheaper.  An optional
+``describe(state)`` method is used for graph labels.
+
+Performance notes (CPython 3.11): the hot loop (``_expand_fast``) costs per transition one
+``fingerprint`` call, one dict probe and one per-action counter update; a transition whose
+fingerprint is that of its source (a stuttering self-loop) is skipped before the dict probe.
+Symmetry, graph export and per-transition witnesses use ``_expand_general``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+from model.step import Step
+
+__all__ = ["ExploreResult", "ReplayError", "explore", "replay", "write_dot", "write_graphml",
+           "GRAPH_LIMIT"]
+
+_MASK = 0xFFFFFFFFFFFFFFFF
+GRAPH_LIMIT = 200_000           # graph export is refused above this many distinct states
+_PROGRESS_EVERY = 1.0           # seconds between progress lines
+_CHUNK = 2048                   # states expanded between two progress/clock checks
+_SMALL_LEVEL = 64               # a level is "small" below
+_SMALL_SHARE = 512              # max(_SMALL_LEVEL, distinct / _SMALL_SHARE) states
+
+
+class ReplayError(Exception):
+    """A step of a trace is not enabled in the state it is applied to."""
+
+    def __init__(self, index: int, step, state=None, message: str | None = None):
+        self.index = index
+        self.step = step
+        self.state = state
+        super().__init__(message or f"step {index} ({step}) is not enabled")
+
+
+@dataclass
+class ExploreResult:
+    spec_name: str
+    distinct: int
+    generated: int
+    depth: int
+    complete: bool
+    violation: str | None
+    trace: tuple                       # Steps from initial_states()[initial_index]
+    initial_index: int | None
+    violating_state: Any
+    action_counts: dict
+    witnesses_reached: tuple
+    witnesses_missing: tuple
+    seconds: float
+    states_per_depth: list
+    bytes_per_state: float
+    peak_frontier: int
+    symmetry: bool
+    graph: Any = None
+    peak_frontier_bytes: int = 0       # containers of the live levels (not the state objects)
+    violations_seen: tuple = ()        # every property ID found violated (stop_at_violation=False)
+    stop_reason: str | None = None     # None, "violation", "max_states", "max_depth"
+    visited_bytes: int = 0             # the permanent storage behind bytes_per_state
+
+    @property
+    def distinct_per_second(self) -> float:
+        return self.distinct / max(self.seconds, 1e-9)
+
+    @property
+    def generated_per_second(self) -> float:
+        return self.generated / max(self.seconds, 1e-9)
+
+    @property
+    def collision_probability_bound(self) -> float:
+        """Upper bound on the probability that two distinct states shared a fingerprint."""
+        return self.distinct ** 2 / 2.0 ** 65
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None and not self.witnesses_missing
+
+    def to_dict(self) -> dict:
+        """A JSON-ready summary (no graph; the violating state as ``repr``)."""
+        return {
+            "spec": self.spec_name, "distinct": self.distinct, "generated": self.generated,
+            "depth": self.depth, "complete": self.complete, "violation": self.violation,
+            "violations_seen": list(self.violations_seen),
+            "trace": [Step(*s).to_json() for s in self.trace],   # [action, [args...]]
+            "initial_index": self.initial_index,
+            "violating_state": None if self.violating_state is None else repr(self.violating_state),
+            "action_counts": dict(self.action_counts),
+            "witnesses_reached": list(self.witnesses_reached),
+            "witnesses_missing": list(self.witnesses_missing),
+            "seconds": self.seconds, "distinct_per_second": self.distinct_per_second,
+            "generated_per_second": self.generated_per_second,
+            "states_per_depth": list(self.states_per_depth),
+            "bytes_per_state": self.bytes_per_state, "visited_bytes": self.visited_bytes,
+            "peak_frontier": self.peak_frontier, "peak_frontier_bytes": self.peak_frontier_bytes,
+            "symmetry": self.symmetry, "stop_reason": self.stop_reason,
+            "collision_probability_bound": self.collision_probability_bound,
+        }
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+def _dups_in_level(cand: dict, level: array):
+    """The keys of ``cand`` that occur in the sorted fingerprint array ``level`` (a collection).
+
+    Scanning the level against the dict costs ~50 ns per level entry; a binary search ~(200 +
+    45 log2 |level|) ns per candidate (CPython 3.11, measured), so few candidates use bisect."""
+    n_level = len(level)
+    if not n_level or not cand:
+        return []
+    if len(cand) * (4 + n_level.bit_length()) < n_level:
+        out = []
+        for f in cand:
+            i = bisect_left(level, f)
+            if i < n_level and level[i] == f:
+                out.append(f)
+        return out
+    return cand.keys() & level
+
+
+def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation):
+    """Expand one level: no symmetry, no graph, no per-transition witnesses (the hot loop).
+
+    ``cur_fps[i]`` is the fingerprint of ``cur[i]``: a successor with the same fingerprint is a
+    self-loop and is skipped before the dict lookup (they are common: stuttering steps).
+    Returns (candidates fp -> state, candidates fp -> parent index, index of the violating state
+    that stopped the expansion or None).  Transitions are counted only in ``acount``."""
+    nxt: dict = {}
+    npar: dict = {}
+    M = _MASK
+    n_cur = len(cur)
+    for start in range(0, n_cur, _CHUNK):
+        end = min(start + _CHUNK, n_cur)
+        for idx in range(start, end):
+            state = cur[idx]
+            succ = successors(state)
+            v = violation(state, succ)
+            if v is not None and on_violation(v, idx):
+                return nxt, npar, idx
+            here = cur_fps[idx]
+            for st, s in succ:
+                acount[st.action] += 1
+                f = fingerprint(s) & M
+                if f != here and f not in nxt:
+                    nxt[f] = s
+                    npar[f] = idx
+        if tick is not None:
+            tick(end, nxt)
+    return nxt, npar, None
+
+
+def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, tick,
+                    on_violation, *, canonical, wanted, witnesses_hit, reached, edges):
+    """Expand one level with symmetry and/or graph edges and/or per-transition witnesses."""
+    nxt: dict = {}
+    npar: dict = {}
+    M = _MASK
+    n_cur = len(cur)
+    for start in range(0, n_cur, _CHUNK):
+        end = min(start + _CHUNK, n_cur)
+        for idx in range(start, end):
+            state = cur[idx]
+            succ = successors(state)
+            v = violation(state, succ)
+            if v is not None and on_violation(v, idx):
+                return nxt, npar, idx
+            here = cur_fps[idx]
+            for st, s in succ:
+                acount[st.action] += 1
+                f = fingerprint(canonical(s) if canonical is not None else s) & M
+                if f != here and f not in nxt:
+                    nxt[f] = s
+                    npar[f] = idx
+                if edges is not None:
+                    edges.append((here, f, st))
+                if wanted:
+                    hits = witnesses_hit(state, st, s, wanted)
+                    if hits:
+                        for w in hits:
+                            if w in wanted:
+                                wanted.remove(w)
+                                reached.add(w)
+        if tick is not None:
+            tick(end, nxt)
+    return nxt, npar, None
+
+
+def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
+            max_depth: int | None = None, progress=None, graph: bool = False,
+            stop_at_violation: bool = True) -> ExploreResult:
+    """Breadth-first exploration of ``spec`` (see the module docstring).
+
+    ``symmetry``: fingerprint ``spec.canonical(state)`` instead of the state.  ``max_states``:
+    store at most that many distinct states (the last level is cut, first discovered first).
+    ``max_depth``: store no state deeper than that.  Either bound, when it cuts something, makes
+    the result ``complete=False``.  ``progress``: a file (e.g. ``sys.stderr``) for a status line
+    about every second.  ``graph``: also build the state graph (networkx; refused above
+    ``GRAPH_LIMIT`` states).  ``stop_at_violation=False`` explores everything and reports the first
+    (shallowest) violation found."""
+    if max_states is not None and max_states < 0:
+        raise ValueError("max_states must be >= 0")
+    if max_depth is not None and max_depth < 0:
+        raise ValueError("max_depth must be >= 0")
+    t0 = time.perf_counter()
+    getsizeof = sys.getsizeof
+    successors = spec.successors
+    violation = spec.violation
+    fingerprint = spec.fingerprint
+    canonical = spec.canonical if symmetry else None
+    describe = getattr(spec, "describe", None) or str
+    M = _MASK
+
+    acount = {a: 0 for a in spec.action_names()}
+    witness_ids = tuple(spec.witness_ids())
+    wanted = list(witness_ids)
+    reached: set = set()
+    witnesses_hit = spec.witnesses_hit
+    # Optional protocol extension: a spec whose witnesses are state predicates (witnesses_hit
+    # looks only at ``nxt``) sets ``witness_scope = "state"``; the explorer then calls
+    # witnesses_hit(None, None, state, wanted) once per distinct state (initial states
+    # included) instead of once per transition.
+    state_scope = getattr(spec, "witness_scope", "transition") == "state"
+
+    fp_levels: list[array] = []           # per level: sorted fingerprints
+    par_levels: list[array] = []          # per level: parent index in the previous level
+    # Membership is checked against every big level and against ``runs``: the small levels
+    # (copied and) merged into sorted arrays of geometrically decreasing sizes, so that a deep,
+    # narrow state space does not cost one check per stored level for every new level; at most
+    # ~_SMALL_SHARE levels are big.
+    big_levels: list[array] = []
+    runs: list[array] = []
+    states_per_depth: list[int] = []
+    edges: list | None = [] if graph else None
+    nodes: list | None = [] if graph else None
+    st = {"distinct": 0, "initial": 0, "peak": 0, "peak_bytes": 0, "last": t0, "depth": 0}
+    found: list = []                      # [(property, depth, index in level)]
+    violations_seen: list[str] = []
+    complete = True
+    stop_reason = None
+
+    def commit_level(cand: dict, cpar: dict, dups=None) -> list:
+        """Store the candidates minus ``dups``; return their states in stored (sorted) order."""
+        order = sorted(cand.keys() - dups if dups else cand)
+        fps = array("Q", order)
+        pars = array("I", list(map(cpar.__getitem__, order)))
+        states = list(map(cand.__getitem__, order))
+        fp_levels.append(fps)
+        par_levels.append(pars)
+        if len(fps) >= max(_SMALL_LEVEL, st["distinct"] // _SMALL_SHARE):
+            big_levels.append(fps)
+        elif fps:
+            runs.append(fps)
+            while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
+                top = runs.pop()
+                runs.append(array("Q", sorted(runs.pop() + top)))
+        states_per_depth.append(len(order))
+        st["distinct"] += len(order)
+        if len(order) > st["peak"]:
+            st["peak"] = len(order)
+        live = (getsizeof(cand) + getsizeof(cpar) + getsizeof(states) + getsizeof(order)
+                + (getsizeof(dups) if dups else 0))
+        if live > st["peak_bytes"]:
+            st["peak_bytes"] = live
+        if wanted and state_scope:
+            # map/filter keep the per-state loop in C; ``wanted`` is the same list object in
+            # every call, so a witness found is no longer asked for.
+            for hits in filter(None, map(witnesses_hit, repeat(None), repeat(None), states,
+                                         repeat(wanted))):
+                for w in hits:
+                    if w in wanted:
+                        wanted.remove(w)
+                        reached.add(w)
+                if not wanted:
+                    break
+        if graph:
+            if st["distinct"] > GRAPH_LIMIT:
+                raise ValueError(f"graph export is limited to {GRAPH_LIMIT:,} states; "
+                                 f"this exploration passed it (use max_states)")
+            d = len(fp_levels) - 1
+            nodes.extend((f, d, s) for f, s in zip(order, states))
+        return states
+
+    def report(final: bool, cur_len: int = 0, next_len: int = 0) -> None:
+        now = time.perf_counter()
+        st["last"] = now
+        el = now - t0
+        rate = st["distinct"] / el if el > 0 else 0.0
+        if final:
+            what = "complete" if complete else f"incomplete ({stop_reason})"
+            viol = f"  violation {found[0][0]} at depth {found[0][1]}" if found else ""
+            print(f"[explore] {spec.name}: {what}: depth {max(len(fp_levels) - 1, 0)}  distinct "
+                  f"{_fmt(st['distinct'])}  generated "
+                  f"{_fmt(st['initial'] + sum(acount.values()))}  "
+                  f"{rate:,.0f} distinct/s  {el:.1f} s{viol}", file=progress, flush=True)
+        else:
+            print(f"[explore] depth {st['depth']}  distinct {_fmt(st['distinct'])}  generated "
+                  f"{_fmt(st['initial'] + sum(acount.values()))}  {rate:,.0f} distinct/s  "
+                  f"frontier {_fmt(cur_len)} (+{_fmt(next_len)} next)", file=progress, flush=True)
+
+    def progress_tick(done: int, nxt: dict) -> None:
+        if time.perf_counter() - st["last"] >= _PROGRESS_EVERY:
+            report(False, n_cur - done, len(nxt))
+
+    tick = progress_tick if progress is not None else None
+
+    def on_violation(v: str, idx: int) -> bool:
+        if not found:
+            found.append((v, st["depth"], idx))
+        if v not in violations_seen:
+            violations_seen.append(v)
+        return stop_at_violation
+
+    # ---- level 0 -------------------------------------------------------------------------------
+    init = list(spec.initial_states())
+    st["initial"] = len(init)
+    cand: dict = {}                       # fingerprint -> state (first seen)
+    cpar: dict = {}                       # fingerprint -> index in init
+    for i, s in enumerate(init):
+        f = fingerprint(canonical(s) if symmetry else s) & M
+        if f not in cand:
+            cand[f] = s
+            cpar[f] = i
+    if max_states is not None and len(cand) > max_states:
+        cand = {f: cand[f] for f in list(cand)[:max_states]}
+        complete = False
+        stop_reason = "max_states"
+    cur_states = commit_level(cand, cpar) if cand else []
+    del cand, cpar
+
+    # ---- level loop ----------------------------------------------------------------------------
+    while cur_states:
+        depth = st["depth"]
+        n_cur = len(cur_states)
+        per_transition = bool(wanted) and not state_scope
+        if symmetry or graph or per_transition:
+            nxt, npar, stopped = _expand_general(
+                cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
+                on_violation, canonical=canonical, wanted=wanted if per_transition else None,
+                witnesses_hit=witnesses_hit, reached=reached, edges=edges)
+        else:
+            nxt, npar, stopped = _expand_fast(
+                cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
+                on_violation)
+        if stopped is not None:
+            complete = False
+            stop_reason = "violation"
+            break
+        # Deduplicate the candidates against every stored level (this one included).
+        dups: set = set()
+        for level in big_levels:
+            dups.update(_dups_in_level(nxt, level))
+        for level in runs:
+            dups.update(_dups_in_level(nxt, level))
+        n_new = len(nxt) - len(dups)
+        if not n_new:
+            break                                           # nothing new: the level was last
+        if stop_reason == "max_states" or (max_states is not None
+                                           and st["distinct"] >= max_states):
+            complete = False
+            stop_reason = "max_states"
+            break
+        if max_depth is not None and depth >= max_depth:
+            complete = False
+            stop_reason = "max_depth"
+            break
+        if max_states is not None and st["distinct"] + n_new > max_states:
+            keep = [f for f in nxt if f not in dups][:max_states - st["distinct"]]
+            nxt = {f: nxt[f] for f in keep}                 # first discovered, deterministic
+            dups = None
+            complete = False
+            stop_reason = "max_states"
+        cur_states = None                                   # free the expanded level first
+        cur_states = commit_level(nxt, npar, dups)
+        del nxt, npar, dups
+        st["depth"] = depth + 1
+    cur_states = None
+    seconds = time.perf_counter() - t0
+    distinct = st["distinct"]
+
+    # ---- trace ---------------------------------------------------------------------------------
+    trace: tuple = ()
+    initial_index = None
+    violating_state = None
+    if found:
+        _, vdepth, vidx = found[0]
+        initial_index, trace, violating_state = _rebuild_trace(
+            spec, init, fp_levels, par_levels, vdepth, vidx, symmetry)
+
+    # merged runs count only where they are copies (a run that is a level's own array is not)
+    level_ids = {id(a) for a in fp_levels}
+    visited_bytes = (sum(map(getsizeof, fp_levels)) + sum(map(getsizeof, par_levels))
+                     + getsizeof(fp_levels) + getsizeof(par_levels) + getsizeof(big_levels)
+                     + getsizeof(runs) + sum(getsizeof(a) for a in runs if id(a) not in level_ids))
+    result = ExploreResult(
+        spec_name=spec.name, distinct=distinct,
+        generated=st["initial"] + sum(acount.values()),
+        depth=max(len(fp_levels) - 1, 0), complete=complete,
+        violation=found[0][0] if found else None, trace=trace, initial_index=initial_index,
+        violating_state=violating_state, action_counts=acount,
+        witnesses_reached=tuple(w for w in witness_ids if w in reached),
+        witnesses_missing=tuple(w for w in witness_ids if w not in reached),
+        seconds=seconds, states_per_depth=states_per_depth,
+        bytes_per_state=visited_bytes / distinct if distinct else 0.0,
+        peak_frontier=st["peak"], symmetry=symmetry, peak_frontier_bytes=st["peak_bytes"],
+        violations_seen=tuple(violations_seen), stop_reason=stop_reason,
+        visited_bytes=visited_bytes)
+    if graph:
+        result.graph = _build_graph(nodes, edges, describe)
+    if progress is not None:
+        report(True)
+    return result
+
+
+def _rebuild_trace(spec, init, fp_levels, par_levels, vdepth, vidx, symmetry):
+    """Walk parent links back to level 0, then replay forward matching fingerprints."""
+    path = [vidx]
+    for d in range(vdepth, 0, -1):
+        path.append(par_levels[d][path[-1]])
+    path.reverse()                                   # path[d] = index in level d
+    initial_index = par_levels[0][path[0]]
+    M = _MASK
+    fingerprint = spec.fingerprint
+    canonical = spec.canonical
+    state = init[initial_index]
+    steps = []
+    for d in range(1, vdepth + 1):
+        target = fp_levels[d][path[d]]
+        for st, s in spec.successors(state):
+            if fingerprint(canonical(s) if symmetry else s) & M == target:
+                steps.append(st)
+                state = s
+                break
+        else:  # pragma: no cover - only on a non-deterministic successors()
+            raise RuntimeError(f"trace reconstruction failed at depth {d}: no successor has the "
+                               f"recorded fingerprint (is successors() deterministic?)")
+    return initial_index, tuple(steps), state
+
+
+def replay(spec, initial_index: int, steps) -> list:
+    """The states along ``steps`` from ``spec.initial_states()[initial_index]`` (both ends
+    included).  Raises ``ReplayError`` if a step is not enabled."""
+    init = list(spec.initial_states())
+    if not 0 <= initial_index < len(init):
+        raise ReplayError(-1, None, None,
+                          f"initial index {initial_index} out of range (0..{len(init) - 1})")
+    state = init[initial_index]
+    states = [state]
+    for i, st in enumerate(steps):
+        if not isinstance(st, Step):
+            st = Step.from_json(st)
+        nxt = spec.step(state, st)
+        if nxt is None:
+            raise ReplayError(i, st, state)
+        state = nxt
+        states.append(state)
+    return states
+
+
+# ---- graph export ------------------------------------------------------------------------------
+
+def _build_graph(nodes, edges, describe):
+    import networkx as nx
+    g = nx.DiGraph()
+    for f, d, s in nodes:
+        g.add_node(f, depth=d, label=describe(s)[:200], initial=(d == 0))
+    for src, dst, st in edges:
+        if dst not in g:                  # a successor beyond the explored bound
+            continue
+        label = str(st)
+        data = g.get_edge_data(src, dst)
+        if data is None:
+            g.add_edge(src, dst, action=label)
+        elif label not in data["action"].split(" | "):
+            data["action"] += " | " + label   # parallel transitions share one DiGraph edge
+    return g
+
+
+def _dot_quote(text) -> str:
+    s = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{s}"'
+
+
+def write_dot(graph, path) -> None:
+    """Write ``graph`` (from ``explore(graph=True)``) as Graphviz DOT (no pydot needed)."""
+    lines = ["digraph states {", "  node [shape=box, fontsize=10];"]
+    for n, data in graph.nodes(data=True):
+        attrs = [f"label={_dot_quote(data.get('label', n))}"]
+        if "depth" in data:
+            attrs.append(f"depth={data['depth']}")
+        if data.get("initial"):
+            attrs.append("peripheries=2")
+        lines.append(f"  {_dot_quote(n)} [{', '.join(attrs)}];")
+    for u, v, data in graph.edges(data=True):
+        lines.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} "
+                     f"[label={_dot_quote(data.get('action', ''))}];")
+    lines.append("}")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def write_graphml(graph, path) -> None:
+    """Write ``graph`` as GraphML (networkx.write_graphml)."""
+    import networkx as nx
+    nx.write_graphml(graph, path)
