@@ -6,9 +6,11 @@ messages sorted (a message is a tuple of ints, so the order is the same in every
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from model import actions as A
 from model import kafka
-from model.config import CONTROLLER, KRAFT, ZK, Design, ModelConfig
+from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, REGISTER_CONTROLLER,
                          REGISTRATION_REQUEST, REGISTRATION_RESPONSE, Client, Msg, Node, Quorum,
                          NO_NODE, Record, State, Zk)
@@ -89,32 +91,61 @@ def initial_state(cfg: ModelConfig) -> State:
                  drops_left=cfg.max_drops)
 
 
+_ZK_ONLY = {"controller_processes_event", "broker_handles_session_expiry",
+            "broker_elects_controller", "zk_expires_session"}
+_KRAFT_ONLY = {"controller_commits_records", "node_replays_record", "controller_becomes_leader"}
+_BUDGET = {"broker_elects_controller": "max_elections", "controller_becomes_leader": "max_elections",
+           "zk_expires_session": "max_session_expiries", "node_crashes": "max_crashes",
+           "node_restarts": "max_restarts", "network_drops_message": "max_drops"}
+_ROLE = {"broker_learns_controller": BROKER, "controller_becomes_leader": CONTROLLER,
+         "controller_sends_registration": CONTROLLER}
+
+
+@lru_cache(maxsize=64)
+def _plan(cfg: ModelConfig) -> tuple:
+    """The actions of ACTIONS that can ever be enabled in ``cfg``, in the same order, with
+    their node or client arguments: an action of the other mode, of a role no node has, or
+    whose fault budget is zero is never enabled, so leaving it out changes nothing but time."""
+    plan = []
+    for name, fn, kind, msg_kinds in ACTIONS:
+        if (name in _ZK_ONLY and cfg.mode != ZK) or (name in _KRAFT_ONLY and cfg.mode != KRAFT):
+            continue
+        if name in _BUDGET and getattr(cfg, _BUDGET[name]) == 0:
+            continue
+        if name == "controller_sends_registration" and not cfg.registration:
+            continue
+        if kind == NODE_ARG:
+            args = tuple(n for n, spec in enumerate(cfg.nodes)
+                         if name not in _ROLE or spec.role == _ROLE[name])
+        elif kind == CLIENT_ARG:
+            args = tuple(range(len(cfg.clients)))
+        else:
+            args = ()
+        plan.append((name, fn, kind, msg_kinds, args))
+    return tuple(plan)
+
+
 def successors(s: State, cfg: ModelConfig, d: Design) -> list:
     """Every enabled (Step, successor) pair, in the fixed Next order."""
     out = []
-    n_nodes = len(s.nodes)
-    msgs = sorted(s.network)
-    for name, fn, kind, msg_kinds in ACTIONS:
-        if kind == NODE_ARG:
-            for n in range(n_nodes):
-                t = fn(s, cfg, d, n)
-                if t is not None:
-                    out.append((Step(name, (n,)), t))
-        elif kind == MSG_ARG:
+    append = out.append
+    msgs = sorted(s.network) if s.network else ()
+    for name, fn, kind, msg_kinds, args in _plan(cfg):
+        if kind == MSG_ARG:
             for m in msgs:
                 if m.kind in msg_kinds:
                     t = fn(s, cfg, d, m)
                     if t is not None:
-                        out.append((Step(name, (tuple(m),)), t))
-        elif kind == CLIENT_ARG:
-            for c in range(len(s.clients)):
-                t = fn(s, cfg, d, c)
-                if t is not None:
-                    out.append((Step(name, (c,)), t))
-        else:
+                        append((Step(name, (tuple(m),)), t))
+        elif kind == NONE_ARG:
             t = fn(s, cfg, d)
             if t is not None:
-                out.append((Step(name, ()), t))
+                append((Step(name, ()), t))
+        else:
+            for a in args:
+                t = fn(s, cfg, d, a)
+                if t is not None:
+                    append((Step(name, (a,)), t))
     return out
 
 

@@ -10,6 +10,7 @@ Nodes, clients and listener names are indices into the ``ModelConfig``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 
@@ -36,7 +37,7 @@ def _cached_hash(self):
     d = self.__dict__
     h = d.get("_hash")
     if h is None:
-        h = d["_hash"] = hash(tuple(d[name] for name in self.__dataclass_fields__))
+        h = d["_hash"] = hash(self._field_values(self))
     return h
 
 NO_NODE = -1
@@ -196,3 +197,4 @@ class State:
 
 for _record in (Node, Zk, Quorum, State):
     _record.__hash__ = _cached_hash      # dataclass(frozen=True) installs its own; replace it
+    _record._field_values = staticmethod(attrgetter(*_record.__dataclass_fields__))
