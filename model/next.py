@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from model import actions as A
-from model import kafka
 from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, REGISTER_CONTROLLER,
                          REGISTRATION_REQUEST, REGISTRATION_RESPONSE, Client, Msg, Node, Quorum,
@@ -209,4 +208,4 @@ def replay(cfg: ModelConfig, d: Design, steps) -> list:
 
 
 __all__ = ["ACTIONS", "ACTION_NAMES", "FAULT_ACTIONS", "initial_state", "successors", "step",
-           "is_fault", "quiescent", "replay", "kafka"]
+           "is_fault", "quiescent", "replay"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from itertools import permutations, product
 
 from model.config import ModelConfig
-from model.state import (NO_NODE, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+from model.state import (REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_REGISTRATION, State,
                          replace)
 
@@ -148,4 +148,4 @@ def canonical(s: State, cfg: ModelConfig) -> State:
     return best
 
 
-__all__ = ["canonical", "remap", "NO_NODE"]
+__all__ = ["canonical", "remap"]
