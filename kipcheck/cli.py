@@ -212,7 +212,7 @@ def _check_one(job):
     clause = None
     if r.violation:
         clause = spec.clause_violated(r.violating_state)[1]
-        trace = [s.to_json() if hasattr(s, "to_json") else list(s) for s in r.trace]
+        trace = [s.to_json() for s in r.trace]
     return {"config": config, "variant": variant or "correct", "distinct": r.distinct,
             "seconds": r.seconds, "violation": r.violation, "clause": clause,
             "trace": trace, "complete": r.complete,

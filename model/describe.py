@@ -4,7 +4,7 @@ from __future__ import annotations
 from model import kafka
 from model.config import ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, MSG_KIND_NAMES, REGISTRATION_REQUEST,
-                         Msg, State)
+                         Msg)
 from model.step import Step
 
 
@@ -41,24 +41,3 @@ def describe_step(cfg: ModelConfig, st: Step) -> str:
     if args:
         return f"{node_name(cfg, args[0])}: {st.action.replace('_', ' ')}"
     return st.action.replace("_", " ")
-
-
-def summarize_state(cfg: ModelConfig, s: State) -> str:
-    """A few lines on what matters in a state."""
-    lines = [f"now={s.now}"]
-    if cfg.mode == "zk":
-        ctrl = node_name(cfg, s.zk.controller)
-        lines.append(f"/controller={ctrl} /controller_epoch={s.zk.epoch} (zkVersion "
-                     f"{s.zk.epoch_version}); writes: " + ", ".join(
-                         f"{cfg.clients[w.req].name} by {node_name(cfg, w.writer)}@{w.writer_epoch}"
-                         for w in s.zk.writes))
-    else:
-        lines.append(f"leader={node_name(cfg, s.quorum.leader)} epoch={s.quorum.epoch} "
-                     f"log={len(s.quorum.log)} uncommitted={len(s.quorum.uncommitted)}")
-    for c, cl in enumerate(s.clients):
-        if cl.sent:
-            resp = ", ".join(kafka.error_name(r.code) for r in cl.responses) or "waiting"
-            lines.append(f"{cfg.clients[c].name}: {resp}")
-    for m in sorted(s.network):
-        lines.append("in flight: " + describe_msg(cfg, m))
-    return "\n".join(lines)

@@ -49,7 +49,6 @@ API_NAMES = {CREATE_TOPICS: "CreateTopics", CREATE_ACLS: "CreateAcls",
              INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs", ENVELOPE: "Envelope",
              DESCRIBE_CLUSTER: "DescribeCluster",
              CONTROLLER_REGISTRATION: "ControllerRegistration"}
-FORWARDABLE = frozenset({CREATE_TOPICS, CREATE_ACLS, INCREMENTAL_ALTER_CONFIGS})
 
 # The ACL operation each mutation needs, and the error an unauthorized one gets
 # (CreateTopics: CREATE on the topic; IncrementalAlterConfigs on a topic: ALTER_CONFIGS;
@@ -66,7 +65,6 @@ ALTER_CLUSTER = "ALTER_CLUSTER"
 ENDPOINT_UNKNOWN, ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 0, 1, 2
 
 # metadata.version feature levels (MetadataVersion.java)
-MV_3_4_IV0 = 8
 MV_3_7_IV0 = 15          # controller registration and controller DescribeCluster (R-1, D-1)
 MINIMUM_KRAFT_VERSION = 1
 

@@ -52,7 +52,6 @@ MSG_KIND_NAMES = ("EnvelopeRequest", "EnvelopeResponse", "ControllerRegistration
                   "ControllerRegistrationResponse")
 # metadata-log record kinds
 FEATURE_LEVEL, REGISTER_CONTROLLER, MUTATION_RECORD = 0, 1, 2
-RECORD_KIND_NAMES = ("FeatureLevelRecord", "RegisterControllerRecord", "MutationRecord")
 # how a reply reaches its requester once a write is done
 REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION = 0, 1, 2
 

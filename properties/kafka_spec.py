@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from model import next as model_next
 from model.config import VARIANTS, Design, ModelConfig, design_for
-from model.configs import CONFIGS, SMALL, TINY
+from model.configs import CONFIGS, SMALL
 from model.symmetry import canonical
 from properties import registry
 
@@ -38,7 +38,6 @@ class KafkaSpec:
         self.design = design
         self.variant = variant
         self.name = f"{cfg.name}[{variant}]"
-        self.last_clause = None
 
     @classmethod
     def named(cls, config: str, variant: str | None = None) -> "KafkaSpec":
@@ -55,10 +54,7 @@ class KafkaSpec:
 
     def violation(self, state, succ):
         found = registry.first_violation(state, self.cfg, self.design, succ)
-        if found is None:
-            return None
-        self.last_clause = found[1]
-        return found[0]
+        return None if found is None else found[0]
 
     def clause_violated(self, state):
         """(property ID, clause name) violated by ``state``, for reports."""
@@ -83,6 +79,3 @@ class KafkaSpec:
 def small_config_names():
     return SMALL
 
-
-def tiny_config_names():
-    return TINY

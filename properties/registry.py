@@ -517,7 +517,6 @@ WITNESSES = {w.id: w for w in (
                                       and r.code == kafka.CLUSTER_AUTHORIZATION_FAILED
                                       for spec, r in _responses(s, cfg))),
 )}
-WITNESS_IDS = tuple(WITNESSES)
 
 
 def witnesses_hit(prev: State, st: Step, nxt: State, cfg: ModelConfig, wanted) -> list:

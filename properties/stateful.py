@@ -126,11 +126,10 @@ def _check_fault_actions(fault_actions):
 
 def _clause(spec, state, prop):
     """The clause of ``prop`` that ``state`` violates, if the spec can say (KafkaSpec can)."""
-    clause = getattr(spec, "last_clause", None)
-    if clause is None and hasattr(spec, "clause_violated"):
-        found = spec.clause_violated(state)
-        clause = found[1] if found else None
-    return clause
+    if not hasattr(spec, "clause_violated"):
+        return None
+    found = spec.clause_violated(state)
+    return found[1] if found and found[0] == prop else None
 
 
 def machine_for(spec, *, fault_actions=None, stats: RunStats | None = None):
