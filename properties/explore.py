@@ -120,6 +120,7 @@ class ExploreResult:
     violations_seen: tuple = ()        # every property ID found violated (stop_at_violation=False)
     stop_reason: str | None = None     # None, "violation", "max_states", "max_depth"
     visited_bytes: int = 0             # the permanent storage behind bytes_per_state
+    fingerprints: Any = None           # keep_fingerprints: every stored fingerprint, sorted
 
     @property
     def distinct_per_second(self) -> float:
@@ -251,11 +252,13 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
 
 def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
             max_depth: int | None = None, progress=None, graph: bool = False,
-            stop_at_violation: bool = True) -> ExploreResult:
+            stop_at_violation: bool = True, keep_fingerprints: bool = False) -> ExploreResult:
     """Breadth-first exploration of ``spec`` (see the module docstring).
 
     ``symmetry``: fingerprint ``spec.canonical(state)`` instead of the state.  ``max_states``:
     store at most that many distinct states (the last level is cut, first discovered first).
+    ``keep_fingerprints``: return every stored fingerprint in ``result.fingerprints`` (one sorted
+    ``array('Q')``; the reachable set that coverage is measured against).
     ``max_depth``: store no state deeper than that.  Either bound, when it cuts something, makes
     the result ``complete=False``.  ``progress``: a file (e.g. ``sys.stderr``) for a status line
     about every second.  ``graph``: also build the state graph (networkx; refused above
@@ -470,6 +473,11 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
         visited_bytes=visited_bytes)
     if graph:
         result.graph = _build_graph(nodes, edges, describe)
+    if keep_fingerprints:
+        every = array("Q")
+        for level in fp_levels:
+            every.extend(level)
+        result.fingerprints = array("Q", sorted(every))
     if progress is not None:
         report(True)
     return result

@@ -69,6 +69,16 @@ class KafkaSpec:
     def action_names(self):
         return model_next.ACTION_NAMES
 
+    def swarm_actions(self):
+        """The actions that can ever be enabled in this configuration, in Next order: what a
+        swarm run may switch off (switching off an action that is never enabled changes
+        nothing)."""
+        return tuple(entry[0] for entry in model_next._plan(self.cfg))
+
+    def fault_actions(self):
+        """The fault kinds among ``swarm_actions`` (a swarm leaves them out more often)."""
+        return tuple(a for a in self.swarm_actions() if a in model_next.FAULT_ACTIONS)
+
     def canonical(self, state):
         return canonical(state, self.cfg)
 
