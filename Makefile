@@ -33,6 +33,9 @@ test-slow: venv
 bench: venv
 	$(PY) -m bench.explore
 
+bench-stateful: venv
+	$(PY) -m bench.stateful
+
 java-check:
 	bash scripts/require-java
 

@@ -2,12 +2,16 @@
 
 Exit codes: 0 = everything holds; 1 = a property is violated (or, for ``check``, the correct
 design fails, a witness is unreached or a variant is not caught); 2 = bad input (unknown
-name, malformed or mismatching trace, bad option), with one line on stderr.
+name, malformed or mismatching trace, bad option), with one line on stderr; 130 = interrupted
+(``fuzz`` still prints the summary of the work done).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -155,6 +159,234 @@ def cmd_replay(args) -> int:
         return EXIT_VIOLATION
     print(f"replayed {len(trace.steps)} steps: no property violated", file=status)
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# fuzz
+
+
+_BENCH = Path(__file__).resolve().parent.parent / "bench" / "results" / "explore.json"
+_LOG_EVERY = 5.0                # seconds between progress lines when stderr is not a terminal
+
+
+def _seed_arg(text: str) -> int:
+    try:
+        seed = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: a whole number "
+                                         f"from 0 to 2**64 - 1") from None
+    if not 0 <= seed < 2 ** 64:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: a whole number "
+                                         f"from 0 to 2**64 - 1")
+    return seed
+
+
+class _FuzzProgress:
+    """The engine's progress callback: on a terminal a one-line bar redrawn in place about
+    twice a second; otherwise (a log) a plain line every few seconds."""
+
+    def __init__(self, out, cap: float, witnesses: int):
+        self.out = out
+        self.cap = cap
+        self.witnesses = witnesses
+        self.tty = bool(getattr(out, "isatty", None) and out.isatty())
+        self.width = 0
+        self.last_line = time.perf_counter()     # a log's first line after _LOG_EVERY
+
+    def line(self, elapsed, r, rounds, steps, distinct, reached) -> str:
+        rate = steps / elapsed if elapsed > 0 else 0.0
+        return (f"{elapsed:.1f}/{self.cap:g} s  round {r}/{rounds}  {steps:,} steps  "
+                f"{rate:,.0f} steps/s  {distinct:,} states  witnesses {reached}/{self.witnesses}")
+
+    def _draw(self, text: str, final: bool = False) -> None:
+        if self.tty:
+            pad = " " * max(0, self.width - len(text))
+            self.width = len(text)
+            print(f"\r{text}{pad}", end="\n" if final else "", file=self.out, flush=True)
+        else:
+            print(f"[fuzz] {text}", file=self.out, flush=True)
+
+    def __call__(self, stats) -> None:
+        now = time.perf_counter()
+        if not self.tty and now - self.last_line < _LOG_EVERY:
+            return
+        self.last_line = now
+        self._draw(self.line(stats.elapsed(), stats.round_index + 1, stats.rounds_planned,
+                             stats.steps_run, len(stats.seen), len(stats.witnesses)))
+
+    def finish(self, result, rounds: int) -> None:
+        self._draw(self.line(result.search_seconds, result.rounds, rounds, result.steps_run,
+                             result.distinct, len(result.witnesses_reached)), final=True)
+
+
+def _bench_estimate(config: str) -> str:
+    """'N states for CONFIG, about T s' from the explorer benchmark, if it has the config."""
+    try:
+        data = json.loads(_BENCH.read_text())
+        for t in data["targets"]:
+            if t.get("config") == config and not t.get("symmetry") and not t.get("options") \
+                    and t.get("complete"):
+                return (f", {t['distinct']:,} states for {config}, about "
+                        f"{t['median']['seconds']:.0f} s in bench/results/explore.json")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return ""
+
+
+def _coverage_for(spec, result, mode: str, quiet: bool):
+    """(Coverage or None, a note): the run's coverage against the reachable set, when ``mode``
+    (auto/always/never) and the cache allow it."""
+    from model.configs import TINY
+    from properties.coverage import cache_dir, is_cached, measure, reachable
+    if mode == "never":
+        return None, "skipped (--coverage never)"
+    cached = is_cached(spec)
+    if result.stop_reason == "interrupted" and not cached:
+        return None, "unknown (interrupted; run with --coverage always to compute the " \
+                     "reachable set)"
+    if mode == "auto" and not cached and spec.cfg.name not in TINY:
+        return None, (f"unknown (run with --coverage always to compute the reachable set"
+                      f"{_bench_estimate(spec.cfg.name) if spec.variant == 'correct' else ''})")
+    if not cached and not quiet:
+        print(f"computing the reachable set of {spec.name} once (cached in "
+              f"{cache_dir() / 'reachable'})...", file=sys.stderr, flush=True)
+    try:
+        reach = reachable(spec, progress=sys.stderr if mode == "always" and not quiet
+                          else None)
+    except KeyboardInterrupt:
+        return None, "unknown (interrupted while computing the reachable set)"
+    note = "reachable set from the cache" if reach.cached else \
+        f"reachable set explored in {reach.seconds:.1f} s, now cached"
+    return measure(result.visited, result.action_counts, reach), note
+
+
+def cmd_fuzz(args) -> int:
+    from properties.registry import BY_ID
+    from properties.stateful import PROFILES, fuzz_spec
+    spec = _spec(args.config, args.variant)
+    prof = PROFILES[args.profile]
+    if args.time_budget is not None and not (math.isfinite(args.time_budget)
+                                             and args.time_budget > 0):
+        raise BadInput("--time-budget must be a positive number of seconds")
+    for opt in ("trace_out", "itf_out"):
+        path = getattr(args, opt)
+        if path and not Path(path).parent.exists():
+            raise BadInput(f"--{opt.replace('_', '-')}: directory {Path(path).parent} "
+                           f"does not exist")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    budget = prof.time_budget if args.time_budget is None else args.time_budget
+    # stdout is the JSON document (--json) or the test module (--pytest): the rest goes to stderr
+    out = sys.stderr if (args.json or args.pytest) else sys.stdout
+    plan = dataclasses.replace(prof, time_budget=budget).describe().split(": ", 1)[1]
+    switches = "".join([", swarm off" if args.no_swarm else "",
+                        ", novelty off" if args.no_novelty else ""])
+    print(f"fuzz {spec.cfg.name} [{spec.variant}], profile {prof.name} ({plan}){switches}, "
+          f"seed {seed}", file=out, flush=True)
+    progress = None if args.quiet else _FuzzProgress(sys.stderr, budget,
+                                                     len(spec.witness_ids()))
+    result = fuzz_spec(spec, seed=seed, profile=prof, swarm=not args.no_swarm,
+                       novelty=not args.no_novelty, time_budget=args.time_budget,
+                       progress=progress)
+    if progress is not None:
+        progress.finish(result, prof.rounds)
+    result.coverage, coverage_note = _coverage_for(spec, result, args.coverage, args.quiet)
+    cov = result.coverage
+    outside_warning = (f"WARNING: {cov.outside:,} visited states are NOT in the reachable set "
+                       f"of {spec.name}: the stateful engine and the explorer disagree about "
+                       f"the model (or two states share a fingerprint); do not trust this "
+                       f"run's coverage") if cov is not None and cov.outside else None
+
+    # the counterexample: a trace file (default name in the current directory), ITF, pytest
+    trace = result.trace
+    trace_file = itf_file = None
+    if trace is not None:
+        trace_file = args.trace_out or f"kipcheck-fuzz-{spec.cfg.name}-{spec.variant}-{seed}.json"
+        try:
+            trace.dump(trace_file)
+        except OSError as e:
+            print(f"kipcheck: cannot write the trace to {trace_file}: {e.strerror}",
+                  file=sys.stderr)
+            trace_file = None
+        if args.itf_out:
+            from kipcheck.export import write_itf
+            from properties.trace import replay
+            write_itf(replay(trace), args.itf_out)
+            itf_file = args.itf_out
+    hint = result.replay_hint() + (f" --time-budget {args.time_budget:g}"
+                                   if args.time_budget is not None else "")
+
+    if args.json:
+        doc = result.to_dict()
+        doc["trace_file"] = trace_file
+        doc["itf_file"] = itf_file
+        doc["replay"] = hint if result.found else None
+        print(json.dumps(doc, indent=1))
+        if outside_warning:
+            print(outside_warning, file=sys.stderr)
+    else:
+        if args.pytest:
+            from properties.trace import as_pytest
+            if trace is not None:
+                print(as_pytest(trace), end="", file=sys.stdout)
+            else:
+                print("no violation: no regression test to print", file=out)
+        _fuzz_summary(result, spec, prof, budget, coverage_note, outside_warning, out)
+        if trace is not None:
+            prop = BY_ID[result.property]
+            fr = result.failed_round
+            print(f"VIOLATED {prop.id} {prop.name}: {prop.statement}", file=out)
+            print(f"found in round {fr.index + 1} (round seed {fr.round_seed}, swarm "
+                  f"{fr.swarm.describe()}, novelty {'on' if fr.novelty else 'off'}); "
+                  f"shrunk length {result.shrunk_length} -> minimised length {len(trace.steps)}",
+                  file=out)
+            _print_trace(trace, out)
+            if trace_file:
+                default = "" if args.trace_out else " (the default --trace-out)"
+                print(f"trace written to {trace_file}{default}", file=out)
+                print(f"replay: kipcheck replay {trace_file}", file=out)
+            if itf_file:
+                print(f"ITF trace written to {itf_file}", file=out)
+            print(f"rerun:  {hint}", file=out)
+    if result.found:
+        print(f"FAILED: {spec.name} violates {result.property} [{result.clause}], "
+              f"seed {seed}", file=sys.stderr if args.json else out)
+        return EXIT_VIOLATION
+    if result.stop_reason == "interrupted":
+        return 130
+    return EXIT_OK
+
+
+def _fuzz_summary(result, spec, prof, budget, coverage_note, outside_warning, out) -> None:
+    p = lambda *a: print(*a, file=out)          # noqa: E731
+    p(f"{spec.name}: {result.steps_run:,} steps ({result.steps_per_second:,.0f} steps/s), "
+      f"{result.rule_calls:,} rule calls, {result.examples:,} examples, {result.rounds}/"
+      f"{prof.rounds} rounds, {result.restarts:,} restarts, {result.distinct:,} distinct states")
+    cov = result.coverage
+    if cov is None:
+        p(f"coverage: {coverage_note}")
+    else:
+        p(f"coverage: {cov.describe()} ({coverage_note})")
+        if cov.actions_missing:
+            p(f"actions never taken: {', '.join(cov.actions_missing)}")
+        if outside_warning:
+            p(outside_warning)
+    wanted = len(result.witnesses_reached) + len(result.witnesses_missing)
+    p(f"witnesses reached: {len(result.witnesses_reached)}/{wanted}"
+      + (f"; missing: {', '.join(result.witnesses_missing)}" if result.witnesses_missing
+         else ""))
+    reason = {
+        "violation": f"a property is violated (round {result.rounds} of {prof.rounds})",
+        "rounds": f"the profile's {prof.rounds} rounds are done",
+        "time budget": f"the time budget of {budget:g} s is spent "
+                       f"(round {result.rounds} of {prof.rounds})",
+        "interrupted": f"interrupted (round {result.rounds} of {prof.rounds}); the figures "
+                       f"cover the work done",
+    }.get(result.stop_reason, result.stop_reason)
+    p(f"stopped: {reason}")
+    p(f"time: {result.seconds:.2f} s ({result.search_seconds:.2f} s searching)")
+    if not result.found:
+        p("no property violated" + ("" if result.stop_reason == "interrupted" else
+                                    " (a random search: 'kipcheck explore' is exhaustive)"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,6 +581,33 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--mermaid-out", help="also write a Mermaid sequence diagram")
     r.add_argument("--pytest", action="store_true", help="print it as a pytest regression test")
     r.set_defaults(func=cmd_replay)
+
+    f = sub.add_parser("fuzz", help="search a configuration with the Hypothesis stateful "
+                       "engine (swarm rounds, novelty guidance)")
+    f.add_argument("--config", required=True, help="configuration name (kipcheck configs)")
+    f.add_argument("--variant", help="design variant (kipcheck variants); default: correct")
+    f.add_argument("--profile", default="ci", choices=("ci", "dev", "nightly"),
+                   help="work budget: ci (default), dev or nightly")
+    f.add_argument("--seed", type=_seed_arg,
+                   help="the run's seed (default: a random one, printed first)")
+    f.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="wall-clock cap, overriding the profile's")
+    f.add_argument("--no-swarm", action="store_true", help="every action on in every round")
+    f.add_argument("--no-novelty", action="store_true", help="uniform steps, no novelty guidance")
+    f.add_argument("--coverage", default="auto", choices=("auto", "always", "never"),
+                   help="coverage against the reachable set: auto (default: if it is cached "
+                   "or the configuration is tiny), always (explore it whatever it costs), never")
+    f.add_argument("--trace-out", help="where to write a counterexample as a JSON trace "
+                   "(default: kipcheck-fuzz-CONFIG-VARIANT-SEED.json here)")
+    f.add_argument("--itf-out", help="also write a counterexample as an ITF trace")
+    out_mode = f.add_mutually_exclusive_group()
+    out_mode.add_argument("--pytest", action="store_true",
+                          help="print a counterexample as a pytest regression test on stdout "
+                          "(the summary goes to stderr)")
+    out_mode.add_argument("--json", action="store_true",
+                          help="print the result as JSON on stdout instead of the summary")
+    f.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    f.set_defaults(func=cmd_fuzz)
 
     v = sub.add_parser("variants", help="list the design variants")
     v.add_argument("--json", action="store_true")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from properties.explore import _MASK, explore
 
-__all__ = ["Reachable", "Coverage", "reachable", "measure", "cache_dir"]
+__all__ = ["Reachable", "Coverage", "reachable", "is_cached", "measure", "cache_dir"]
 
 _MAGIC = b"kipcheck-reachable 1\n"
 
@@ -131,6 +131,12 @@ def _store(path: Path, reach: Reachable) -> None:
         os.replace(tmp, path)
     except OSError:
         pass                             # a read-only home: the set is simply not cached
+
+
+def is_cached(spec) -> bool:
+    """Whether ``reachable(spec)`` would come from the disk cache (no exploration)."""
+    path = _cache_path(spec)
+    return path is not None and path.exists()
 
 
 def reachable(spec, *, cache: bool = True, progress=None) -> Reachable:

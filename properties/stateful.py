@@ -11,38 +11,40 @@ The machine (``machine_for``)
     ``@initialize start`` enters the initial state.  One ``@rule take_step(i)`` with
     ``i = st.integers(0, 2**16 - 1)`` takes one of the current state's enabled steps (those
     the round's swarm allows), chosen by ``i``.  When no allowed step is enabled the episode is
-    over and the rule *restarts* from the initial state: the model's fault budgets make every
-    run quiesce after a few dozen steps, and without restarts most rule calls of a long example
-    would stutter (two thirds of them on kraft-registration).  The counterexample is the episode
-    that fails (the steps since the last restart).  One ``@invariant no_property_violated``
-    checks the property registry on every state entered.  One rule, one integer per step: every
-    choice costs Hypothesis ~60 us of bookkeeping, so fewer choices per step is the main lever on
-    steps/s (a ``st.data()`` draw of ``integers(0, n - 1)`` costs about three times more).
+    over and the rule starts a new one: the model's fault budgets make every run quiesce after
+    a few dozen steps, and without restarts most rule calls of a long example would stutter
+    (two thirds of them on kraft-registration).  The counterexample is the failing episode,
+    with the path that led to its start.  One ``@invariant no_property_violated`` checks the
+    property registry on every state entered.  One rule, one integer per step: every choice
+    costs Hypothesis tens of microseconds of bookkeeping, so few choices per step is the main
+    lever on steps/s (a ``st.data()`` draw of ``integers(0, n - 1)`` makes three times more).
 
 Swarm testing (``Swarm``)
-    Every round draws from its seed a subset of the configuration's actions to switch off: each
-    fault kind with probability 1/2, each other action with probability 1/4, and in one round out
-    of five nothing.  Groen et al.'s swarm testing: leaving some actions out makes deep
-    behaviours that they would interrupt (a crash before a commit) far more likely.  A swarm
-    never switches off every action enabled in the initial state.
+    Every round draws from its seed a subset of the configuration's actions to switch off: in
+    half of the rounds nothing, otherwise each fault kind with probability 1/2 and each other
+    action with probability 1/4 (Groen et al.'s swarm testing: leaving some actions out makes
+    the deep behaviours they would interrupt, a crash before a commit, far more likely).  A
+    swarm never switches off every action enabled in the initial state.
 
-Novelty guidance (``novelty=True``)
+Novelty guidance (``Novelty``, ``novelty=True``)
     Two bits of ``i`` choose between a uniformly chosen enabled step (``i & 3 == 0``) and a
-    uniformly chosen *novel* one: a step whose successor this round has not visited before (in
-    an earlier example of the round, or earlier in this example).  So three steps in four go
-    where the round has not been, when such a step exists.  For shrinking, the choice must be a
-    function of the example's choices: "visited before" means "first visited by an example of
-    the round with a smaller index", and once an example fails the index cut is frozen at the
-    failing example's for every example that follows (the shrinker's), so that a choice
-    sequence replays to the same steps.  Each round starts with an empty memory, so any round
-    replays alone from its round seed.
+    uniformly chosen *novel* one: a step into a state the run has not visited.  The novel steps
+    not taken are remembered as the *frontier*.  Where no novel step is enabled, the rule jumps:
+    it takes a frontier step from where it was found (a new episode, whose path is the path to
+    that state), trying a few recent frontier items; only if they were all visited since does it
+    take a uniform step.  This is a coverage-guided fuzzer's corpus (AFL, Go-Explore) inside
+    Hypothesis: three steps in four go where the run has not been.  For shrinking, a choice
+    sequence must replay to the same steps, so the memory a round reads is frozen at the
+    round's start (what earlier rounds wrote; a round's own discoveries serve the next round,
+    and within an example, the states it visited itself).  Rounds are short (10 examples) so
+    the memory is fresh.  The memory is the run's: a failing round replays by rerunning the run
+    from its seed, and the trace replays alone.
 
 Rounds (``fuzz_spec``, ``fuzz``)
     A run is a sequence of rounds, each a Hypothesis run of ``examples_per_round`` examples of
     ``steps_per_example`` rule calls with round seed ``round_seed(seed, r)`` and its swarm,
     until a property fails, the profile's rounds are done, or the time budget is spent
-    (checked between examples).  The round seed of a failure and its swarm are reported:
-    ``fuzz(..., round_seeds=[s])`` (``kipcheck fuzz --round-seed S``) replays that round alone.
+    (checked before every example).  The failing round's index, seed and swarm are reported.
 
 Counterexamples
     The violation of Hypothesis's shrunk example is minimised further (``minimise``: delete
@@ -55,7 +57,7 @@ Coverage
     and cached.
 
 Determinism: ``database=None``, ``deadline=None``, every health check off and a fixed seed
-per round; a round then depends only on its seed, its swarm, the settings and the model.
+per round; a run then depends only on its seed, the switches, the profile and the model.
 Hypothesis also mixes integers mined from the process's local modules into its draws, which
 would make a seed's run depend on what the process imported; the rounds switch that off
 (``_without_local_constants``, a Hypothesis internal).  The recorded trace, not the seed, is
@@ -98,8 +100,10 @@ class PropertyViolation(AssertionError):
 
 
 class _BudgetSpent(KeyboardInterrupt):
-    """Raised between examples when the time budget is spent; a BaseException so that
-    Hypothesis does not take it for a failure and shrink it."""
+    """Raised before an example when the time budget is spent.  Hypothesis takes any other
+    exception for a failure of the example, and records it in its tree of choices (a later
+    example with the same choices that does not raise is then "flaky"); an interrupt it
+    passes through."""
 
 
 # ---- profiles -------------------------------------------------------------------------------
@@ -719,7 +723,7 @@ def fuzz_spec(spec, *, seed: int, profile="ci", swarm: bool = True, novelty: boo
     name of ``PROFILES`` or a ``Profile``.  ``swarm``/``novelty``: the two guidance switches
     (both off is plain Hypothesis stateful testing over the model, with restarts).
     ``time_budget``: seconds, overriding the profile's cap.  ``rounds``: overrides the
-    profile's.  ``round_seeds``: run exactly these round seeds instead (a replay), each with
+    profile's.  ``round_seeds``: run exactly these round seeds (tests, campaigns), each with
     ``round_swarm`` if given, else the swarm its seed draws.  ``progress``: called with the
     ``RunStats`` about twice a second.  ``reach``: a ``coverage.Reachable`` to measure the
     coverage against."""

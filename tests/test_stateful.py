@@ -1,27 +1,36 @@
-"""The Hypothesis stateful engine (properties/stateful.py): the correct design passes, the
-seeded variants are found with short, replayable, locally minimal traces, a seed reproduces a
-run, and the adapter holds no protocol logic."""
+"""The Hypothesis stateful engine (properties/stateful.py): every seeded variant is found with
+the ci profile and a short, replayable, locally minimal trace; the correct design passes the ci
+profile with every witness reached; a seed reproduces a run (in another process too); swarm and
+novelty do what they say; coverage is measured against the explorer's reachable set; the
+adapter holds no protocol logic."""
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis.stateful import RuleBasedStateMachine
 
+from bench.twophase import TwoPhaseSpec
 from kipcheck.cli import main
 from model.config import VARIANTS
 from model.configs import TINY
-from model.next import FAULT_ACTIONS
 from properties import stateful
+from properties.coverage import measure, reachable
 from properties.explore import explore
 from properties.kafka_spec import KafkaSpec
-from properties.stateful import PropertyViolation, machine_for, minimise, run_stateful
+from properties.stateful import (PROFILES, Profile, PropertyViolation, Swarm, fuzz, fuzz_spec,
+                                 machine_for, minimise, round_seed)
 from properties.trace import Trace, replay
 
 SEED = 20261121
+SEEDED = [name for name, v in VARIANTS.items() if v.kind == "seeded"]
 
-# variants the default test run checks; every one is found in well under 3 s on this machine
-FAST_VARIANTS = ["zombie-writes-unfenced", "brokers-write-zk", "envelope-any-listener",
-                 "metadata-all-listeners", "ack-before-commit", "leak-envelope-error"]
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("KIPCHECK_CACHE", str(tmp_path_factory.getbasetemp() / "kipcheck-cache"))
 
 
 def _replays_to(spec, steps, prop):
@@ -39,95 +48,167 @@ def _replays_to(spec, steps, prop):
     return spec.violation(state, spec.successors(state)) == prop
 
 
-@pytest.mark.parametrize("config", TINY)
-def test_correct_design_passes_a_small_budget(config):
-    r = run_stateful(config, seed=SEED, max_examples=30, stateful_step_count=40)
-    assert not r.found and r.trace is None and r.property is None
-    assert r.steps_run > 0 and r.distinct > 1
-    assert r.examples >= 30
-    spec = KafkaSpec.named(config)
-    assert set(r.witnesses_reached) | set(r.witnesses_missing) == set(spec.witness_ids())
-    assert r.witnesses_reached, "a correct run reaches at least one witness"
-
-
-@pytest.mark.parametrize("name", FAST_VARIANTS)
-def test_variant_is_found_with_a_short_replayable_trace(name, tmp_path):
+@pytest.mark.parametrize("name", SEEDED)
+def test_variant_is_found_by_the_ci_profile(name, tmp_path):
+    """Done-when 1: found with the ci profile (its time cap is 60 s, so "found" means "found
+    within 60 s"), at most the explorer's shortest length + 2, replayable, locally minimal."""
     v = VARIANTS[name]
-    r = run_stateful(v.config, name, seed=SEED)
-    assert r.found and r.property in v.breaks
+    r = fuzz(v.config, name, seed=SEED, profile="ci")
+    assert r.found and r.property in v.breaks, (r.stop_reason, r.seconds)
+    assert r.stop_reason == "violation" and r.search_seconds < PROFILES["ci"].time_budget
     assert r.trace.engine == "stateful" and r.trace.property == r.property
     assert r.trace.config == v.config and r.trace.variant == name
     shortest = explore(KafkaSpec.named(v.config, name)).trace
     assert len(r.trace.steps) <= len(shortest) + 2
     assert len(r.trace.steps) <= r.shrunk_length
-    # replays (also through the JSON file and `kipcheck replay`) to the same violation
     again = replay(r.trace)
     assert again.reproduced and again.violation == (r.property, r.clause)
     path = tmp_path / "t.json"
     r.trace.dump(path)
     assert replay(Trace.load(path)).reproduced
     assert main(["replay", str(path)]) == 1
-    # locally minimal: no single step can be deleted
     spec = KafkaSpec.named(v.config, name)
     steps = list(r.trace.steps)
     for i in range(len(steps)):
         assert not _replays_to(spec, steps[:i] + steps[i + 1:], r.property)
+    assert r.failed_round is not None and r.failed_round.index < r.rounds
+    assert f"--seed {SEED}" in r.replay_hint()
 
 
-def test_same_seed_same_result():
-    v = VARIANTS["zombie-writes-unfenced"]
-    a = run_stateful(v.config, v.name, seed=SEED)
-    b = run_stateful(v.config, v.name, seed=SEED)
+@pytest.mark.parametrize("config", TINY)
+def test_correct_design_passes_the_ci_profile_with_every_witness(config):
+    """Done-when 2."""
+    reach = reachable(KafkaSpec.named(config))
+    r = fuzz(config, seed=SEED, profile="ci", reach=reach)
+    assert not r.found and r.trace is None and r.property is None
+    assert r.stop_reason == "rounds"
+    assert r.rounds == PROFILES["ci"].rounds
+    assert r.witnesses_missing == (), r.witnesses_missing
+    assert r.coverage.outside == 0
+    assert r.coverage.states_share > 0.25 and r.coverage.actions_share == 1.0
+
+
+def test_same_seed_same_trace_and_same_run():
+    v = VARIANTS["reforward-forwarded"]
+    a = fuzz(v.config, v.name, seed=SEED)
+    b = fuzz(v.config, v.name, seed=SEED)
     assert a.found and b.found
-    assert a.trace.steps == b.trace.steps and a.shrunk_length == b.shrunk_length
-    assert (a.steps_run, a.examples, a.distinct) == (b.steps_run, b.examples, b.distinct)
-    c1 = run_stateful("zk-envelope-security", seed=3, max_examples=20, stateful_step_count=30)
-    c2 = run_stateful("zk-envelope-security", seed=3, max_examples=20, stateful_step_count=30)
-    assert (c1.steps_run, c1.distinct, c1.witnesses_reached) == \
-           (c2.steps_run, c2.distinct, c2.witnesses_reached)
+    assert a.steps == b.steps and a.shrunk_length == b.shrunk_length
+    assert a.failed_round == b.failed_round
+    assert (a.steps_run, a.rule_calls, a.examples, a.distinct) == \
+           (b.steps_run, b.rule_calls, b.examples, b.distinct)
+    c = fuzz(v.config, v.name, seed=SEED + 1)
+    assert (c.steps_run, c.rule_calls) != (a.steps_run, a.rule_calls)
 
 
 _CROSS_PROCESS = """
 {imports}
-from properties.stateful import run_stateful
-for seed in (1, 3):  # without the fix these two runs differ between the two processes
-    r = run_stateful("kraft-registration", seed=seed, max_examples=60, stateful_step_count=40)
+from properties.stateful import fuzz, Profile
+p = Profile("t", rounds=6, examples_per_round=10, steps_per_example=60, time_budget=600)
+for seed in (1, 3):
+    r = fuzz("kraft-registration", seed=seed, profile=p)
     print(r.examples, r.steps_run, r.distinct, r.witnesses_reached)
+r = fuzz("kraft-forward-leader-change", "reforward-forwarded", seed=5)
+print(r.steps, r.failed_round)
 """
 
 
 def test_same_seed_same_result_in_another_process():
     """Hypothesis mines integer constants from the local modules a process has imported; the
     engine switches that off, so a seed gives the same run whatever else was imported."""
-    import os
-    import subprocess
-    import sys
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     outs = []
-    for imports in ("", "import kipcheck.cli, impl, properties.explore, bench"):
+    for imports in ("", "import kipcheck.cli, properties.explore, bench"):
         proc = subprocess.run([sys.executable, "-c", _CROSS_PROCESS.format(imports=imports)],
-                              cwd=root, env=env, capture_output=True, text=True, timeout=120)
+                              cwd=root, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
 
 
-def test_swarm_fault_actions_restrict_the_faults_taken():
+def test_round_seeds_and_swarms_are_pure_functions_of_the_seed():
+    spec = KafkaSpec.named("zk-forward-zombie")
+    assert round_seed(7, 3) == round_seed(7, 3) != round_seed(7, 4) != round_seed(8, 3)
+    swarms = [Swarm.draw(spec, round_seed(SEED, r)) for r in range(200)]
+    assert swarms == [Swarm.draw(spec, round_seed(SEED, r)) for r in range(200)]
+    full = sum(1 for s in swarms if not s.disabled)
+    assert 60 <= full <= 140                      # half of the rounds run everything
+    assert any(s.disabled for s in swarms)
+    init_actions = {st.action for st, _ in spec.successors(spec.initial_states()[0])}
+    for s in swarms:
+        assert set(s.disabled) <= set(spec.swarm_actions())
+        assert init_actions - set(s.disabled), "a swarm never switches everything off"
+        assert Swarm.parse(spec, s.describe()) == s
+    with pytest.raises(ValueError, match="unknown actions"):
+        Swarm.parse(spec, "off: meteor_strike")
+
+
+@pytest.mark.parametrize("novelty", [False, True])
+def test_a_swarm_is_respected(novelty):
+    spec = KafkaSpec.named("zk-forward-zombie")
+    off = ("zk_expires_session", "network_drops_message")
+    r = fuzz_spec(spec, seed=1, round_seeds=[11, 12, 13], round_swarm=Swarm(off),
+                  novelty=novelty)
+    assert r.steps_run > 0
+    assert not set(off) & set(r.action_counts)
+    # and without the swarm the same actions are taken
+    r2 = fuzz_spec(spec, seed=1, round_seeds=[11, 12, 13], swarm=False, novelty=novelty)
+    assert set(off) <= set(r2.action_counts)
+
+
+def test_a_swarm_can_hide_a_bug_that_needs_a_fault():
     v = VARIANTS["zombie-writes-unfenced"]
     shortest = explore(KafkaSpec.named(v.config, v.name)).trace
-    assert any(st.action in FAULT_ACTIONS for st in shortest), "the zombie needs a fault"
-    none = run_stateful(v.config, v.name, seed=SEED, max_examples=40, stateful_step_count=30,
-                        fault_actions=frozenset())
-    assert none.fault_actions == ()
-    if none.found:
-        assert not any(st.action in FAULT_ACTIONS for st in none.trace.steps)
-    allowed = frozenset({"zk_expires_session"})
-    some = run_stateful(v.config, v.name, seed=SEED, fault_actions=allowed)
-    assert some.found and some.fault_actions == ("zk_expires_session",)
-    assert {st.action for st in some.trace.steps} & FAULT_ACTIONS <= allowed
-    with pytest.raises(ValueError, match="unknown fault actions"):
-        run_stateful(v.config, v.name, seed=1, fault_actions={"meteor_strike"})
+    faults = KafkaSpec.named(v.config).fault_actions()
+    needed = {st.action for st in shortest} & set(faults)
+    assert needed, "the zombie needs a fault"
+    spec = KafkaSpec.named(v.config, v.name)
+    hidden = fuzz_spec(spec, seed=1, round_seeds=range(5), round_swarm=Swarm(tuple(faults)))
+    assert not hidden.found
+    shown = fuzz_spec(spec, seed=1, round_seeds=range(40), round_swarm=Swarm())
+    assert shown.found and shown.property == "P1"
+
+
+def test_novelty_covers_more_than_plain_on_the_same_budget():
+    spec = KafkaSpec.named("kraft-listeners")
+    reach = reachable(spec)
+    p = Profile("t", rounds=15, examples_per_round=10, steps_per_example=100, time_budget=600)
+    plain = fuzz_spec(spec, seed=2, profile=p, swarm=False, novelty=False, reach=reach)
+    guided = fuzz_spec(spec, seed=2, profile=p, swarm=False, novelty=True, reach=reach)
+    assert plain.coverage.outside == 0 and guided.coverage.outside == 0
+    assert guided.coverage.states_covered > 2 * plain.coverage.states_covered
+    assert guided.rule_calls == plain.rule_calls
+
+
+def test_coverage_is_measured_against_the_cached_reachable_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIPCHECK_CACHE", str(tmp_path))
+    spec = KafkaSpec.named("zk-envelope-security")
+    first = reachable(spec)
+    assert not first.cached and len(first) == 930
+    again = reachable(spec)
+    assert again.cached and list(again.fingerprints) == list(first.fingerprints)
+    assert again.actions == first.actions
+    cov = measure({first.fingerprints[0], first.fingerprints[5], 12345}, ["clock_ticks"], again)
+    assert cov.states_covered == 2 and cov.outside == 1 and cov.states_visited == 3
+    assert 0 < cov.actions_share < 1 and "clock_ticks" not in cov.actions_missing
+    # a corrupt cache file is recomputed, not trusted
+    for f in (tmp_path / "reachable").iterdir():
+        f.write_bytes(b"garbage")
+    assert not reachable(spec).cached
+
+
+def test_twophase_plain_and_guided():
+    """The engine runs any Spec: TwoPhase with 5 RMs (the published anchor's model)."""
+    spec = TwoPhaseSpec(5)
+    reach = reachable(spec)
+    assert len(reach) == 8832
+    p = Profile("t", rounds=20, examples_per_round=10, steps_per_example=100, time_budget=600)
+    guided = fuzz_spec(spec, seed=1, profile=p, reach=reach)
+    assert not guided.found and guided.coverage.outside == 0
+    assert guided.coverage.states_share > 0.5
+    flawed = fuzz_spec(TwoPhaseSpec(3, flaw="tm-commit-unprepared"), seed=1, profile=p)
+    assert flawed.found and flawed.trace is None and flawed.steps
 
 
 def test_machine_is_a_plain_rule_based_state_machine():
@@ -135,8 +216,14 @@ def test_machine_is_a_plain_rule_based_state_machine():
     machine = machine_for(spec)
     assert issubclass(machine, RuleBasedStateMachine)
     assert issubclass(PropertyViolation, AssertionError)
-    # usable directly as a unittest/pytest test case, like any Hypothesis state machine
     assert hasattr(machine, "TestCase")
+
+
+def test_bad_budgets_are_refused():
+    with pytest.raises(ValueError, match="unknown profile"):
+        fuzz("zk-envelope-security", seed=1, profile="weekly")
+    with pytest.raises(ValueError, match="positive"):
+        fuzz("zk-envelope-security", seed=1, time_budget=0)
 
 
 def test_minimise_removes_steps_that_do_not_matter():
@@ -185,24 +272,4 @@ def test_adapter_holds_no_protocol_logic():
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
             imported.update(f"{node.module}.{alias.name}" for alias in node.names)
-    assert "model.actions" not in imported
-    assert "model.state" not in imported
-    assert not any(name.startswith(("model.actions", "model.state", "model.kafka"))
-                   for name in imported)
-
-
-SEEDED = [name for name, v in VARIANTS.items() if v.kind == "seeded"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", SEEDED)
-def test_every_seeded_variant_is_found(name):
-    """All 13 seeded variants (DESIGN section 5), 1000 examples x 60 steps.  (The kipcheck
-    finding registration-no-recheck-after-success, 18 steps deep, is not found by plain random
-    stateful testing in minutes; it is left to the explorer.)"""
-    v = VARIANTS[name]
-    r = run_stateful(v.config, name, seed=SEED, max_examples=1000)
-    assert r.found and r.property in v.breaks
-    assert r.seconds < 60
-    assert len(r.trace.steps) <= len(explore(KafkaSpec.named(v.config, name)).trace) + 2
-    assert replay(r.trace).reproduced
+    assert not any(name.startswith(("model.",)) for name in imported), imported
