@@ -6,22 +6,9 @@ import sys
 
 import pytest
 
-from kipcheck.cli import main
 from model.config import VARIANTS
 from model.configs import CONFIGS
-
-
-def run(args, capsys):
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err):
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
+from cli_helpers import one_line, run
 
 
 def test_unknown_configuration_lists_valid_names(capsys):

@@ -10,6 +10,7 @@ import pytest
 from kipcheck import cli
 from kipcheck.cli import main
 from model.config import VARIANTS
+from cli_helpers import one_line, run
 
 SEED = 20261121
 FAST = "brokers-write-zk"                   # found in its first example (one step)
@@ -21,19 +22,6 @@ def _isolated(tmp_path, monkeypatch):
     """Reachable sets cached under tmp_path, default trace files written there."""
     monkeypatch.setenv("KIPCHECK_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
-
-
-def run(args, capsys):
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err):
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def test_variant_violation_exits_1_with_seed_and_a_replayable_trace(tmp_path, capsys):
