@@ -465,10 +465,17 @@ def machine_for(spec, *, swarm: Swarm | None = None, novelty: Novelty | None = N
                 self._new_episode((-1, 0), inits[0])
                 self._enter(inits[0])
                 self._checked = True    # the initial state was checked at start
-                choices = allowed(self._succ or successors(self.state))
+                succ = self._succ = successors(self.state)
+                choices = allowed(succ)
                 if not choices:
                     return
             step, nxt = choices[pick % len(choices)]
+            if nov is not None:
+                # a uniform step leaves novel successors behind too: queue them, or states
+                # reached only by uniform steps never have their other branches explored
+                others = [p for p in succ if p[0] is not step and self._unseen(p[1])]
+                if others:
+                    self._push(others)
             self._take(step, nxt)
 
         @invariant()
