@@ -1,0 +1,829 @@
+"""The model's actions as Z3 formulas: one function per action of ``model/actions.py``, with
+the same name, the same guards in the same order and the same effects.
+
+Each function takes a symbolic state ``S`` (``properties.symbolic.state.Sym``), the
+configuration, the design and the action's argument, and returns ``(enabled, S2)``: the
+condition under which the model's action returns a state, and that state as terms over ``S``.
+A message argument is a network slot index (the model's message is the one in that slot).
+Where the model reads ``cfg`` through a node index held in the state (a message's destination,
+a cached controller, the leader), the encoding splits on the index's possible values
+(``_cases``), so the configuration lookups stay plain Python as in the model.
+
+Rule IDs are the model's; read this file beside ``model/actions.py``.  The cross-check
+(``properties.symbolic.crosscheck``) compares the two on every explored state.
+"""
+from __future__ import annotations
+
+from model import kafka
+from model.config import BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, ZK, Design, ModelConfig
+from model.actions import principal_index, target_listener
+from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
+                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
+                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
+                         REPLY_ENVELOPE, REPLY_REGISTRATION)
+from properties.symbolic.state import (FALSE, TRUE, And, Eq, If, Not, Or, Sym, ite)
+
+# --------------------------------------------------------------------------------------------
+# small helpers (model: _set_node, _respond, _waiting, advertised_version, metadata_version...)
+
+
+def _cases(term, values, body, default=None):
+    """Split on a term's value: ``body(v)`` for each Python value ``v`` (a ``(enabled, Sym)``
+    pair); a value outside ``values`` is ``default`` (a pair) or disabled."""
+    if isinstance(term, int):
+        return body(term) if term in values else default
+    out = default
+    for v in reversed(values):
+        en, st = body(v)
+        hit = Eq(term, v)
+        if out is None:
+            out = (And(hit, en), st)
+        else:
+            out = (Or(And(hit, en), And(Not(hit), out[0])), ite(hit, st, out[1]))
+    return out
+
+
+def _table(term, values: list):
+    """``values[term]`` for a symbolic index into a Python list (the last entry outside)."""
+    if not values:              # no clients: nothing reads this on a reachable state
+        return 0
+    if isinstance(term, int):
+        return values[term]
+    out = values[-1]
+    for k in range(len(values) - 2, -1, -1):
+        out = If(Eq(term, k), values[k], out)
+    return out
+
+
+def _allows(cfg: ModelConfig, principal, operation: str):
+    """``cfg.allows(principal_names[principal], operation)`` for a principal index."""
+    return _table(principal, [cfg.allows(p, operation) for p in cfg.principal_names])
+
+
+def _waiting(S: Sym, c):
+    return And(S.client(c, "sent"), Eq(S.client(c, "responses.len"), 0))
+
+
+def _respond(S: Sym, cfg: ModelConfig, c, code, envelope_error=0, endpoints=None,
+             retried=False, when=True) -> Sym:
+    """Client ``c`` receives a final response (``c`` may be a term)."""
+    for j in range(len(cfg.clients)):
+        hit = And(when, Eq(c, j)) if not isinstance(c, int) else (when if c == j else False)
+        if hit is False or (not isinstance(hit, bool) and hit.eq(FALSE)):
+            continue
+        fields = {"code": code, "envelope_error": envelope_error, "retried": retried}
+        for x, lst in S.lay.endpoints:
+            fields[f"ep.{x}.{lst}"] = (endpoints or {}).get((x, lst), False)
+        S = S.seq_append(f"c{j}.responses", fields, when=hit)
+    return S
+
+
+def _advertised_version(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    """F-35 (model: advertised_version)."""
+    own = cfg.nodes[n].api_max
+    if d.versions_not_intersected:
+        return own
+    known = S.node(n, "ctrl_versions")
+    return If(Eq(known, NO_VERSIONS), own, If(known < own, known, own))
+
+
+def _metadata_version(S: Sym, n=None):
+    """metadata.version from the FeatureLevelRecords of the committed log, or of the prefix
+    node ``n`` replayed (model: metadata_version)."""
+    length = S.seq_len("q.log")
+    upto = length if n is None else S.node(n, "replayed")
+    level = kafka.MINIMUM_KRAFT_VERSION
+    for k, used in S.seq_items("q.log"):
+        level = If(And(used, k < upto, Eq(S[f"q.log.{k}.kind"], FEATURE_LEVEL)),
+                   S[f"q.log.{k}.a"], level)
+    return level
+
+
+def _item(S: Sym, prefix: str) -> dict:
+    return {f: S[f"{prefix}.{f}"] for f in ("kind", "key", "created", "requeued", "hops")}
+
+
+def _item_timeout(cfg: ModelConfig, d: Design, kind):
+    """(has a timeout, the timeout) for an item kind (model: item_timeout)."""
+    fwd = not d.forward_without_deadline
+    return (If(Eq(kind, FORWARD), fwd, True),
+            If(Eq(kind, FORWARD), cfg.forward_timeout, cfg.registration_timeout))
+
+
+def _expired_item(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    """(is some item due, is it the one in flight, the item): the in-flight item, else the
+    queue's head, if now - created >= its timeout (model: expired_item)."""
+    inflight = S.node(n, "ch.inflight.present")
+    head = {f: If(inflight, S[f"n{n}.ch.inflight.{f}"], S[f"n{n}.ch.queue.0.{f}"])
+            for f in ("kind", "key", "created", "requeued", "hops")}
+    exists = Or(inflight, S.node(n, "ch.queue.len") > 0)
+    has, timeout = _item_timeout(cfg, d, head["kind"])
+    due = And(exists, has, S["now"] - head["created"] >= timeout)
+    return due, inflight, head
+
+
+def _has_target_listener(cfg: ModelConfig, p: int) -> bool:
+    from model.config import CONTROLLER_LISTENER, INTER_BROKER_LISTENER
+    role = CONTROLLER_LISTENER if cfg.mode == KRAFT else INTER_BROKER_LISTENER
+    return cfg.node_listener(p, role) is not None
+
+
+def _reply_dict(how, to, key, listener, hops=1) -> dict:
+    return {"how": how, "to": to, "key": key, "listener": listener, "hops": hops}
+
+
+def _msg(kind, src, dst, listener, key, a=0, b=0, sender_principal=0) -> dict:
+    return {"kind": kind, "src": src, "dst": dst, "listener": listener, "key": key, "a": a,
+            "b": b, "sender_principal": sender_principal}
+
+
+# --------------------------------------------------------------------------------------------
+# replies and connections
+
+
+def _send_reply(S: Sym, cfg: ModelConfig, src, reply: dict, env_err, inner_err, when=True) -> Sym:
+    """Answer a request: to a client, or as an EnvelopeResponse / registration response; a
+    reply to a dead node is lost (model: _send_reply)."""
+    how = reply["how"]
+    to_client = And(when, Eq(how, REPLY_CLIENT))
+    code = If(Not(Eq(env_err, 0)), env_err, inner_err) if not isinstance(env_err, int) else (
+        env_err if env_err else inner_err)
+    S2 = _respond(S, cfg, reply["to"], code, envelope_error=env_err, when=to_client)
+    alive = S.node(reply["to"], "alive")
+    env = And(when, Eq(how, REPLY_ENVELOPE), alive)
+    S2 = S2.net_add(_msg(ENVELOPE_RESPONSE, src, reply["to"], reply["listener"], reply["key"],
+                         env_err, inner_err), when=env)
+    reg = And(when, Eq(how, REPLY_REGISTRATION), alive)
+    either = If(Not(Eq(env_err, 0)), env_err, inner_err) if not isinstance(env_err, int) else (
+        env_err or inner_err)
+    return S2.net_add(_msg(REGISTRATION_RESPONSE, src, reply["to"], reply["listener"],
+                           reply["to"], either, reply["key"]), when=reg)
+
+
+def _reply_not_controller(S: Sym, cfg: ModelConfig, d: Design, src, reply: dict, when=True) -> Sym:
+    """F-34 (model: _reply_not_controller)."""
+    promote = And(Eq(reply["how"], REPLY_ENVELOPE), not d.not_controller_inside_ok_envelope)
+    env_err = If(promote, kafka.NOT_CONTROLLER, kafka.NONE)
+    inner = If(promote, kafka.NONE, kafka.NOT_CONTROLLER)
+    return _send_reply(S, cfg, src, reply, env_err, inner, when=when)
+
+
+def _requeue_front(S: Sym, n: int, when=True) -> Sym:
+    """F-21.3/4: forget the controller and put the in-flight item back at the front
+    (model: _requeue_front)."""
+    inflight = S.node(n, "ch.inflight.present")
+    item = _item(S, f"n{n}.ch.inflight")
+    item["requeued"] = True
+    S2 = S.seq_push_front(f"n{n}.ch.queue", item, when=And(when, inflight))
+    upd = {f"n{n}.ch.cached": If(when, NO_NODE, S.node(n, "ch.cached")),
+           f"n{n}.ch.inflight.present": And(Not(when), inflight)}
+    return S2.set(upd)
+
+
+def _close_connection(S: Sym, cfg: ModelConfig, reply: dict) -> Sym:
+    """F-23, F-24: the receiver closes the connection; the sender sees a disconnect (model:
+    _close_connection).  ``reply['how']`` is a Python int here."""
+    if reply["how"] == REPLY_CLIENT:
+        return _respond(S, cfg, reply["to"], kafka.NETWORK_EXCEPTION)
+
+    def body(n):
+        match = And(S.node(n, "alive"), S.node(n, "ch.inflight.present"),
+                    Eq(S.node(n, "ch.inflight.kind"), FORWARD),
+                    Eq(S.node(n, "ch.inflight.key"), reply["key"]))
+        return TRUE, _requeue_front(S, n, when=match)
+    return _cases(reply["to"], list(range(len(cfg.nodes))), body, default=(TRUE, S))[1]
+
+
+def _on_connection(m: dict, n, item: dict):
+    """Is message ``m`` the request or the response of node n's item (model: _on_connection)?"""
+    fwd = Or(And(Eq(m["kind"], ENVELOPE_REQUEST), Eq(m["src"], n), Eq(m["key"], item["key"])),
+             And(Eq(m["kind"], ENVELOPE_RESPONSE), Eq(m["dst"], n), Eq(m["key"], item["key"])))
+    reg = Or(And(Eq(m["kind"], REGISTRATION_REQUEST), Eq(m["src"], n), Eq(m["a"], item["key"])),
+             And(Eq(m["kind"], REGISTRATION_RESPONSE), Eq(m["dst"], n), Eq(m["b"], item["key"])))
+    return If(Eq(item["kind"], FORWARD), fwd, reg)
+
+
+# --------------------------------------------------------------------------------------------
+# what a controller does with a mutation it accepted
+
+
+def _controller_accepts_mutation(S: Sym, cfg: ModelConfig, d: Design, r: int, req, reply: dict,
+                                 via_envelope, privileged, sender_ca) -> Sym:
+    if cfg.mode == ZK:
+        acked = d.ack_before_commit
+        if acked:
+            S = _send_reply(S, cfg, r, reply, kafka.NONE, kafka.NONE)
+        event = {"req": req, "via_envelope": via_envelope, "privileged": privileged,
+                 "sender_cluster_action": sender_ca, "acked": acked}
+        event.update({f"reply_{f}": x for f, x in reply.items()})
+        return S.seq_append(f"n{r}.events", event)
+    leader = Eq(S["q.leader"], r)
+    refused = _reply_not_controller(S, cfg, d, r, reply)
+    record = {"kind": MUTATION_RECORD, "a": req, "b": 0, "epoch": S["q.epoch"], "writer": r,
+              "via_envelope": via_envelope, "sender_cluster_action": sender_ca}
+    if d.ack_before_commit:
+        A = _send_reply(S, cfg, r, reply, kafka.NONE, kafka.NONE)
+        pending = dict(record, has_reply=False, reply_how=0, reply_to=0, reply_key=0,
+                       reply_listener=0, reply_hops=0)
+    else:
+        A = S
+        pending = dict(record, has_reply=True, **{f"reply_{f}": x for f, x in reply.items()})
+    accepted = A.seq_append("q.uncommitted", pending)
+    return ite(leader, accepted, refused)
+
+
+def _receive_envelope(S: Sym, cfg: ModelConfig, d: Design, r: int, req, version, hops, listener,
+                      sender_principal, reply: dict) -> Sym:
+    """The receiving side of an EnvelopeRequest, checks in Kafka's order (F-22..F-30)."""
+    n_clients = len(cfg.clients)
+    inner_principal = _table(req, [principal_index(cfg, c.claimed_principal if c.kind == FORGED_ENVELOPE
+                                                   else c.principal) for c in cfg.clients])
+    sender_ca = _allows(cfg, sender_principal, kafka.CLUSTER_ACTION)
+    plst = cfg.privileged_listener(r)
+    privileged = FALSE if plst is None else Eq(listener, cfg.listener_index(plst.name))
+    # the checks in order: (condition, outcome); the first that holds decides
+    checks = []
+    if cfg.mode == ZK:
+        if not cfg.zk_forwarding or not cfg.nodes[r].principal_serde:
+            return _close_connection(S, cfg, reply)                                   # F-23
+        if not d.envelope_any_listener:
+            checks.append((Not(privileged), _close_connection(S, cfg, reply)))         # F-24
+        checks.append((Not(sender_ca),
+                       _send_reply(S, cfg, r, reply, kafka.CLUSTER_AUTHORIZATION_FAILED, 0)))
+        not_active = Not(S.node(r, "zk_active"))                                       # F-26
+        refused = _send_reply(S, cfg, r, reply, kafka.NOT_CONTROLLER, kafka.NONE)
+        if d.reforward_forwarded and reply["how"] == REPLY_ENVELOPE:
+            p = S.node(r, "known_controller")
+
+            def reforward(pv):
+                if pv == r or not _has_target_listener(cfg, pv):
+                    return TRUE, refused
+                msg = _msg(ENVELOPE_REQUEST, r, pv, target_listener(cfg, pv), req, version,
+                           hops + 1, principal_index(cfg, cfg.nodes[r].principal))
+                return TRUE, ite(S.node(pv, "alive"), S.net_add(msg), refused)
+            refused = _cases(p, list(range(len(cfg.nodes))), reforward, default=(TRUE, refused))[1]
+        checks.append((not_active, refused))
+    else:
+        checks.append((Not(sender_ca),
+                       _send_reply(S, cfg, r, reply, kafka.CLUSTER_AUTHORIZATION_FAILED, 0)))
+        if not cfg.nodes[r].principal_serde:
+            checks.append((TRUE, _send_reply(S, cfg, r, reply,
+                                             kafka.PRINCIPAL_DESERIALIZATION_FAILURE, 0)))
+    checks.append((version > cfg.nodes[r].api_max,                                     # F-29e
+                   _send_reply(S, cfg, r, reply, kafka.UNSUPPORTED_VERSION, kafka.NONE)))
+    # F-30: the inner request runs as the forwarded principal
+    acting = sender_principal if d.authorize_as_forwarder else inner_principal
+    # (a DescribeCluster client never reaches here: only mutations are forwarded)
+    allowed = Or(*(And(Eq(req, c), _allows(cfg, acting, kafka.API_OPERATION[cfg.clients[c].api]))
+                   for c in range(n_clients) if cfg.clients[c].api in kafka.API_OPERATION))
+    denied_code = _table(req, [kafka.API_DENIED_ERROR.get(c.api, 0) for c in cfg.clients])
+    checks.append((Not(allowed), _send_reply(S, cfg, r, reply, kafka.NONE, denied_code)))
+    out = _controller_accepts_mutation(S, cfg, d, r, req, reply, True, privileged, sender_ca)
+    for cond, outcome in reversed(checks):
+        out = ite(cond, outcome, out)
+    return out
+
+
+def _node_handles_describe_cluster(S: Sym, cfg: ModelConfig, d: Design, c: int, n: int,
+                                   listener: int) -> Sym:
+    """DescribeCluster v1 on a broker (D-2) or a controller (D-1), then D-3."""
+    spec = cfg.clients[c]
+    is_controller = cfg.nodes[n].role == CONTROLLER
+    if is_controller:
+        if not cfg.allows(spec.principal, kafka.ALTER_CLUSTER):
+            denied = _respond(S, cfg, c, kafka.CLUSTER_AUTHORIZATION_FAILED)            # D-1.2
+        else:
+            denied = None
+        unsupported = _respond(S, cfg, c, kafka.UNSUPPORTED_VERSION)                   # D-1.1
+    expected = kafka.ENDPOINT_CONTROLLER if is_controller else kafka.ENDPOINT_BROKER
+    if spec.endpoint_type not in (kafka.ENDPOINT_BROKER, kafka.ENDPOINT_CONTROLLER):
+        out = _respond(S, cfg, c, kafka.UNSUPPORTED_ENDPOINT_TYPE)                     # D-3.1
+    elif spec.endpoint_type != expected:
+        out = _respond(S, cfg, c, kafka.MISMATCHED_ENDPOINT_TYPE)                      # D-3.2
+    else:
+        name = cfg.listener_names[listener]
+        member = {}
+        if is_controller:
+            # R-21: registrations in the log this controller has replayed
+            upto = S.node(n, "replayed")
+            for x in range(len(cfg.nodes)):
+                member[x] = Or(*(And(used, k < upto,
+                                     Eq(S[f"q.log.{k}.kind"], REGISTER_CONTROLLER),
+                                     Eq(S[f"q.log.{k}.a"], x))
+                                 for k, used in S.seq_items("q.log")))
+        else:
+            for x in cfg.brokers():                                                    # L-27
+                member[x] = S.node(x, "alive")
+        endpoints = {}
+        for x, cond in member.items():
+            for lst in cfg.nodes[x].listeners:
+                if lst.name == name or d.metadata_all_listeners:
+                    endpoints[(x, cfg.listener_index(lst.name))] = cond
+        out = _respond(S, cfg, c, kafka.NONE, endpoints=endpoints)
+    if is_controller:
+        if denied is not None:
+            out = denied
+        out = ite(_metadata_version(S, n) < kafka.MV_3_7_IV0, unsupported, out)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# client steps
+
+
+def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
+    spec = cfg.clients[c]
+    n = spec.node
+    listener = cfg.listener_index(spec.listener)
+    enabled = Not(S.client(c, "sent"))
+    version = _advertised_version(S, cfg, d, n)
+    S = S.set({f"c{c}.sent": True, f"c{c}.version": version})
+    dead = _respond(S, cfg, c, kafka.NETWORK_EXCEPTION)
+    if spec.kind == DESCRIBE:
+        live = _node_handles_describe_cluster(S, cfg, d, c, n, listener)
+    else:
+        reply = _reply_dict(REPLY_CLIENT, c, c, listener)
+        if spec.kind == FORGED_ENVELOPE:
+            live = _receive_envelope(S, cfg, d, n, c, version, 1, listener,
+                                     principal_index(cfg, spec.principal), reply)
+        elif cfg.mode == ZK:
+            if d.brokers_write_zk or not cfg.zk_forwarding:
+                other = _broker_writes_zk(S, cfg, d, n, c)                             # F-5, Z-5
+            else:
+                other = _broker_forwards_request(S, n, c)                              # F-3
+            live = ite(S.node(n, "zk_active"),
+                       _controller_handles_client_mutation(S, cfg, d, n, c, reply), other)
+        elif cfg.nodes[n].role == BROKER:
+            live = _broker_forwards_request(S, n, c)                                   # F-2
+        else:
+            live = _controller_handles_client_mutation(S, cfg, d, n, c, reply)         # D-7
+    return enabled, ite(S.node(n, "alive"), live, dead)
+
+
+def _broker_forwards_request(S: Sym, n: int, c: int) -> Sym:
+    """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
+    item = {"kind": FORWARD, "key": c, "created": S["now"], "requeued": False, "hops": 1}
+    S = S.set({f"c{c}.forwarded": True, f"c{c}.sent_at": S["now"]})
+    return S.seq_append(f"n{n}.ch.queue", item)
+
+
+def _controller_handles_client_mutation(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int,
+                                        reply: dict) -> Sym:
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        return _respond(S, cfg, c, kafka.API_DENIED_ERROR[spec.api])
+    return _controller_accepts_mutation(S, cfg, d, n, c, reply, False, False, False)
+
+
+def _broker_writes_zk(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sym:
+    """Z-5: a non-controller ZK broker writes configs/ACLs itself (last writer wins)."""
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        return _respond(S, cfg, c, kafka.API_DENIED_ERROR[spec.api])
+    none = _respond(S, cfg, c, kafka.STALE_CONTROLLER_EPOCH)
+    write = {"req": c, "writer": n, "writer_epoch": -1, "zk_epoch": S["zk.epoch"],
+             "via_envelope": False, "privileged": False, "sender_cluster_action": False}
+    done = _respond(S.seq_append("zk.writes", write), cfg, c, kafka.NONE)
+    return ite(Eq(S["zk.controller"], NO_NODE), none, done)
+
+
+# --------------------------------------------------------------------------------------------
+# metadata cache and the controller channel
+
+
+def broker_learns_controller(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    if cfg.nodes[n].role != BROKER:
+        return FALSE, S
+    truth = S["zk.controller"] if cfg.mode == ZK else S["q.leader"]
+    enabled = And(S.node(n, "alive"), Not(S.node(n, "session_expired")),
+                  Not(Eq(S.node(n, "known_controller"), truth)))
+    return enabled, S.set_node(n, known_controller=truth)
+
+
+def _provider_controller(S: Sym, cfg: ModelConfig, n: int):
+    if cfg.mode == KRAFT and cfg.nodes[n].role == CONTROLLER:
+        return S["q.leader"]
+    return S.node(n, "known_controller")
+
+
+def channel_discovers_controller(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    p = _provider_controller(S, cfg, n)
+    enabled = And(S.node(n, "alive"), Eq(S.node(n, "ch.cached"), NO_NODE),
+                  S.node(n, "ch.queue.len") > 0, Not(Eq(p, NO_NODE)))
+    upd = {f"n{n}.ch.cached": p}
+    for j in range(len(cfg.nodes)):
+        upd[f"n{n}.ncf.{j}"] = And(S.node(n, f"ncf.{j}"), Not(Eq(p, j)))
+    return enabled, S.set(upd)
+
+
+def channel_sends_request(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    due, _, _ = _expired_item(S, cfg, d, n)
+    base = And(S.node(n, "alive"), Not(S.node(n, "ch.inflight.present")),
+               S.node(n, "ch.queue.len") > 0, Not(Eq(S.node(n, "ch.cached"), NO_NODE)), Not(due))
+    item = _item(S, f"n{n}.ch.queue.0")
+    me = principal_index(cfg, cfg.nodes[n].principal)
+
+    def to(p):
+        if not _has_target_listener(cfg, p):    # never cached: not a controller
+            return FALSE, S
+        forget = S.set_node(n, **{"ch.cached": NO_NODE})
+        room = S.net_size() < cfg.max_in_flight
+        listener = target_listener(cfg, p)
+        fwd = Eq(item["kind"], FORWARD)
+        msg = {"kind": If(fwd, ENVELOPE_REQUEST, REGISTRATION_REQUEST), "src": n, "dst": p,
+               "listener": listener, "key": If(fwd, item["key"], n),
+               "a": If(fwd, S.client(item["key"], "version"), item["key"]),
+               "b": If(fwd, item["hops"], 0), "sender_principal": me}
+        versions = If(fwd, cfg.nodes[p].api_max, S.node(n, "ctrl_versions"))
+        sent = S.seq_pop_front(f"n{n}.ch.queue")
+        sent = sent.set({f"n{n}.ch.cached": p, f"n{n}.ch.inflight.present": True,
+                         f"n{n}.ctrl_versions": versions,
+                         **{f"n{n}.ch.inflight.{f}": x for f, x in item.items()}})
+        sent = sent.net_add(msg)
+        alive = S.node(p, "alive")
+        return Or(Not(alive), room), ite(alive, sent, forget)
+    en, S2 = _cases(S.node(n, "ch.cached"), list(range(len(cfg.nodes))), to)
+    return And(base, en), S2
+
+
+def channel_times_out_request(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    due, is_inflight, item = _expired_item(S, cfg, d, n)
+    enabled = And(S.node(n, "alive"), due)
+    # the in-flight item: its connection closes and its messages are gone
+    closed = S.net_remove_where(lambda m: _on_connection(m, n, item))
+    closed = closed.set({f"n{n}.ch.cached": NO_NODE, f"n{n}.ch.inflight.present": False})
+    S2 = ite(is_inflight, closed, S.seq_pop_front(f"n{n}.ch.queue"))
+    if cfg.registration:        # only a registering controller queues REGISTRATION items
+        reg = Eq(item["kind"], REGISTRATION)
+        S2 = S2.set({f"n{n}.pending_rpc": If(reg, d.registration_pending_stuck,
+                                             S2.node(n, "pending_rpc")),
+                     f"n{n}.retry_at": If(reg, S["now"] + 1, S2.node(n, "retry_at"))})
+    answer = And(Eq(item["kind"], FORWARD), _waiting(S2, item["key"]))
+    S2 = _respond(S2, cfg, item["key"], kafka.REQUEST_TIMED_OUT, retried=item["requeued"],
+                  when=answer)
+    return enabled, S2
+
+
+def broker_handles_envelope_response(S: Sym, cfg: ModelConfig, d: Design, j: int):
+    m = S.msg(j)
+    base = And(S[f"net.{j}.present"], Eq(m["kind"], ENVELOPE_RESPONSE))
+
+    def at(n):
+        en = And(S.node(n, "alive"), S.node(n, "ch.inflight.present"),
+                 Eq(S.node(n, "ch.inflight.kind"), FORWARD),
+                 Eq(S.node(n, "ch.inflight.key"), m["key"]), Eq(S.node(n, "ch.cached"), m["src"]))
+        S1 = S.net_remove_slot(j)
+        requeued = S.node(n, "ch.inflight.requeued")
+        # NOT_CONTROLLER: re-queue at the front and forget the controller
+        back = _requeue_front(S1, n)
+        back = back.set({f"n{n}.ncf.{x}": Or(S.node(n, f"ncf.{x}"), Eq(m["src"], x))
+                         for x in range(len(cfg.nodes))})
+        told = Eq(m["b"], kafka.NOT_CONTROLLER)
+        done = S1.set({f"n{n}.ch.inflight.present": False,
+                       **{f"n{n}.ncf.{x}": Or(S.node(n, f"ncf.{x}"), And(told, Eq(m["src"], x)))
+                          for x in range(len(cfg.nodes))}})
+        code = If(Eq(m["a"], kafka.NONE), m["b"],
+                  If(Eq(m["a"], kafka.UNSUPPORTED_VERSION), kafka.NETWORK_EXCEPTION,
+                     m["a"] if d.leak_envelope_error else kafka.UNKNOWN_SERVER_ERROR))
+        env_err = If(Eq(m["a"], kafka.NONE), 0, m["a"])
+        done = _respond(done, cfg, m["key"], code, envelope_error=env_err, retried=requeued,
+                        when=_waiting(done, m["key"]))
+        return en, ite(Eq(m["a"], kafka.NOT_CONTROLLER), back, done)
+    en, S2 = _cases(m["dst"], list(range(len(cfg.nodes))), at)
+    return And(base, en), S2
+
+
+def _response_matches(S: Sym, m: dict, n: int):
+    """model: _response_matches, for the message's destination ``n``."""
+    inflight = S.node(n, "ch.inflight.present")
+    base = And(S.node(n, "alive"), inflight, Eq(S.node(n, "ch.cached"), m["src"]))
+    env = And(Eq(S.node(n, "ch.inflight.kind"), FORWARD), Eq(S.node(n, "ch.inflight.key"), m["key"]))
+    reg = And(Eq(S.node(n, "ch.inflight.kind"), REGISTRATION),
+              Eq(S.node(n, "ch.inflight.key"), m["b"]), Eq(m["b"], S.node(n, "incarnation")))
+    return And(base, If(Eq(m["kind"], ENVELOPE_RESPONSE), env, reg))
+
+
+def node_discards_stale_response(S: Sym, cfg: ModelConfig, d: Design, j: int):
+    m = S.msg(j)
+    base = And(S[f"net.{j}.present"],
+               Or(Eq(m["kind"], ENVELOPE_RESPONSE), Eq(m["kind"], REGISTRATION_RESPONSE)))
+    en, S2 = _cases(m["dst"], list(range(len(cfg.nodes))),
+                    lambda n: (Not(_response_matches(S, m, n)), S.net_remove_slot(j)))
+    return And(base, en), S2
+
+
+# --------------------------------------------------------------------------------------------
+# controllers
+
+
+def controller_handles_envelope(S: Sym, cfg: ModelConfig, d: Design, j: int):
+    m = S.msg(j)
+    base = And(S[f"net.{j}.present"], Eq(m["kind"], ENVELOPE_REQUEST))
+    S1 = S.net_remove_slot(j)
+    reply = _reply_dict(REPLY_ENVELOPE, m["src"], m["key"], m["listener"], m["b"])
+
+    def at(r):
+        return S.node(r, "alive"), _receive_envelope(S1, cfg, d, r, m["key"], m["a"], m["b"],
+                                                     m["listener"], m["sender_principal"], reply)
+    en, S2 = _cases(m["dst"], list(range(len(cfg.nodes))), at)
+    return And(base, en), S2
+
+
+def controller_processes_event(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    if cfg.mode != ZK:
+        return FALSE, S
+    enabled = And(S.node(n, "alive"), S.node(n, "events.len") > 0)
+    p = f"n{n}.events.0."
+    reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
+    acked = S[p + "acked"]
+    S1 = S.seq_pop_front(f"n{n}.events")
+    # not the active controller (any more): NOT_CONTROLLER
+    inactive = _reply_not_controller(S1, cfg, d, n, reply, when=Not(acked))
+    # the multi with CheckOp on the /controller_epoch zkVersion (Z-2)
+    write = {"req": S[p + "req"], "writer": n, "writer_epoch": S.node(n, "zk_epoch"),
+             "zk_epoch": S["zk.epoch"], "via_envelope": S[p + "via_envelope"],
+             "privileged": S[p + "privileged"],
+             "sender_cluster_action": S[p + "sender_cluster_action"]}
+    wrote = S1.seq_append("zk.writes", write)
+    wrote = _send_reply(wrote, cfg, n, reply, kafka.NONE, kafka.NONE, when=Not(acked))
+    # BADVERSION: ControllerMovedException, resign, NOT_CONTROLLER (Z-3)
+    moved = S1.set_node(n, zk_active=False, zk_epoch=-1, zk_epoch_version=-1)
+    moved = _reply_not_controller(moved, cfg, d, n, reply, when=Not(acked))
+    fenced_ok = TRUE if d.zombie_writes_unfenced else Eq(S.node(n, "zk_epoch_version"),
+                                                         S["zk.epoch_version"])
+    out = ite(Not(S.node(n, "zk_active")), inactive, ite(fenced_ok, wrote, moved))
+    return enabled, out
+
+
+def controller_commits_records(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != KRAFT:
+        return FALSE, S
+    leader = S["q.leader"]
+
+    def by(r):
+        en = And(S.node(r, "alive"), S["q.uncommitted.len"] > 0)
+        S2 = S
+        for k, used in S.seq_items("q.uncommitted"):
+            rec = {f: S[f"q.uncommitted.{k}.{f}"] for f in ("kind", "a", "b", "epoch", "writer",
+                                                            "via_envelope",
+                                                            "sender_cluster_action")}
+            S2 = S2.seq_append("q.log", rec, when=used)
+        S2 = S2.seq_clear("q.uncommitted")
+        # the active controller applied these records when it generated them
+        caught_up = Eq(S.node(r, "replayed"), S["q.log.len"])
+        S2 = S2.set_node(r, replayed=If(caught_up, S2["q.log.len"], S.node(r, "replayed")))
+        for k, used in S.seq_items("q.uncommitted"):
+            p = f"q.uncommitted.{k}."
+            reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
+            S2 = _send_reply(S2, cfg, r, reply, kafka.NONE, kafka.NONE,
+                             when=And(used, S[p + "has_reply"]))
+        return en, S2
+    return _cases(leader, list(range(len(cfg.nodes))), by)
+
+
+def controller_sends_registration(S: Sym, cfg: ModelConfig, d: Design, c: int):
+    if not cfg.registration or cfg.nodes[c].role != CONTROLLER:
+        return FALSE, S
+    retry_at = S.node(c, "retry_at")
+    due = And(Not(Eq(retry_at, NO_TIME)), S["now"] >= retry_at)
+    pending = S.node(c, "pending_rpc")
+    enabled = And(S.node(c, "alive"), Or(S.node(c, "send_requested"), due))
+    if not d.registration_no_recheck_after_success:
+        enabled = And(enabled, Not(pending))
+    S1 = S.set_node(c, send_requested=False, retry_at=NO_TIME)
+    idle = Or(S.node(c, "registered_in_log"), pending,
+              _metadata_version(S, c) < kafka.MV_3_7_IV0)
+    item = {"kind": REGISTRATION, "key": S.node(c, "incarnation"), "created": S["now"],
+            "requeued": False, "hops": 1}
+    sent = S1.set_node(c, pending_rpc=True).seq_append(f"n{c}.ch.queue", item)
+    return enabled, ite(idle, S1, sent)
+
+
+def controller_handles_registration(S: Sym, cfg: ModelConfig, d: Design, j: int):
+    if cfg.mode != KRAFT:       # registrations exist in KRaft mode only
+        return FALSE, S
+    m = S.msg(j)
+    base = And(S[f"net.{j}.present"], Eq(m["kind"], REGISTRATION_REQUEST))
+    S1 = S.net_remove_slot(j)
+    reply = _reply_dict(REPLY_REGISTRATION, m["src"], m["a"], m["listener"])
+
+    def at(r):
+        denied = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
+        not_leader = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
+        old_mv = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
+        pending = {"kind": REGISTER_CONTROLLER, "a": m["src"], "b": m["a"], "epoch": S["q.epoch"],
+                   "writer": r, "via_envelope": False, "sender_cluster_action": True,
+                   "has_reply": True, **{f"reply_{f}": x for f, x in reply.items()}}
+        appended = S1.seq_append("q.uncommitted", pending)
+        out = ite(_metadata_version(S) < kafka.MV_3_7_IV0, old_mv, appended)
+        out = ite(Not(Eq(S["q.leader"], r)), not_leader, out)
+        out = ite(Not(_allows(cfg, m["sender_principal"], kafka.CLUSTER_ACTION)), denied, out)
+        return S.node(r, "alive"), out
+    en, S2 = _cases(m["dst"], list(range(len(cfg.nodes))), at)
+    return And(base, en), S2
+
+
+def controller_handles_registration_response(S: Sym, cfg: ModelConfig, d: Design, j: int):
+    if cfg.mode != KRAFT:       # registrations exist in KRaft mode only
+        return FALSE, S
+    m = S.msg(j)
+    base = And(S[f"net.{j}.present"], Eq(m["kind"], REGISTRATION_RESPONSE))
+    S1 = S.net_remove_slot(j)
+
+    def at(c):
+        back = _requeue_front(S1, c)
+        back = back.set({f"n{c}.ncf.{x}": Or(S.node(c, f"ncf.{x}"), Eq(m["src"], x))
+                         for x in range(len(cfg.nodes))})
+        done = S1.set_node(c, **{"ch.inflight.present": False, "pending_rpc": False})
+        failed = Not(Eq(m["a"], kafka.NONE))
+        done = done.set_node(c, retry_at=If(failed, S["now"] + 1, S.node(c, "retry_at")))
+        if d.registration_trusts_response:
+            done = done.set_node(c, registered_in_log=Or(Not(failed),
+                                                         S.node(c, "registered_in_log")))
+        return _response_matches(S, m, c), ite(Eq(m["a"], kafka.NOT_CONTROLLER), back, done)
+    en, S2 = _cases(m["dst"], list(range(len(cfg.nodes))), at)
+    return And(base, en), S2
+
+
+def node_replays_record(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    if cfg.mode != KRAFT:
+        return FALSE, S
+    at = S.node(n, "replayed")
+    enabled = And(S.node(n, "alive"), at < S["q.log.len"])
+    kind = S.seq_get("q.log", at, "kind")
+    S2 = S.set_node(n, replayed=at + 1)
+    if cfg.registration and cfg.nodes[n].role == CONTROLLER:
+        mine = And(Eq(kind, REGISTER_CONTROLLER), Eq(S.seq_get("q.log", at, "a"), n),
+                   not d.registration_trusts_response)
+        feature = Eq(kind, FEATURE_LEVEL)
+        S2 = S2.set_node(
+            n,
+            registered_in_log=If(mine, Eq(S.seq_get("q.log", at, "b"), S.node(n, "incarnation")),
+                                 S.node(n, "registered_in_log")),
+            send_requested=Or(mine, And(Not(mine), feature), S.node(n, "send_requested")))
+    return enabled, S2
+
+
+# --------------------------------------------------------------------------------------------
+# elections, sessions, crashes, restarts, time
+
+
+def broker_handles_session_expiry(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    if cfg.mode != ZK:
+        return FALSE, S
+    enabled = And(S.node(n, "alive"), S.node(n, "session_expired"))
+    return enabled, S.set_node(n, session_expired=False, zk_active=False, zk_epoch=-1,
+                               zk_epoch_version=-1, known_controller=S["zk.controller"])
+
+
+def broker_elects_controller(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    if cfg.mode != ZK:
+        return FALSE, S
+    enabled = And(S.node(n, "alive"), Not(S.node(n, "session_expired")),
+                  Not(S.node(n, "zk_active")), Eq(S["zk.controller"], NO_NODE),
+                  S["elections_left"] > 0)
+    epoch, version = S["zk.epoch"] + 1, S["zk.epoch_version"] + 1
+    S2 = S.set({"zk.controller": n, "zk.epoch": epoch, "zk.epoch_version": version,
+                "elections_left": S["elections_left"] - 1})
+    return enabled, S2.set_node(n, zk_active=True, zk_epoch=epoch, zk_epoch_version=version,
+                                known_controller=n)
+
+
+def controller_becomes_leader(S: Sym, cfg: ModelConfig, d: Design, c: int):
+    if cfg.mode != KRAFT or cfg.nodes[c].role != CONTROLLER:
+        return FALSE, S
+    old = S["q.leader"]
+    enabled = And(S.node(c, "alive"), Not(Eq(old, c)), S["elections_left"] > 0)
+    S2 = S.set({"q.leader": c, "q.epoch": S["q.epoch"] + 1, "q.uncommitted.len": 0,
+                "elections_left": S["elections_left"] - 1})
+    tell = And(Not(Eq(old, NO_NODE)), S.node(old, "alive"))
+    for k, used in S.seq_items("q.uncommitted"):
+        p = f"q.uncommitted.{k}."
+        reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
+        S2 = _reply_not_controller(S2, cfg, d, old, reply, when=And(tell, used, S[p + "has_reply"]))
+    return enabled, S2
+
+
+def _wants_tick(S: Sym, cfg: ModelConfig):
+    out = []
+    for n in range(len(cfg.nodes)):
+        retry_at = S.node(n, "retry_at")
+        out.append(And(S.node(n, "alive"),
+                       Or(S.node(n, "ch.queue.len") > 0, S.node(n, "ch.inflight.present"),
+                          And(Not(Eq(retry_at, NO_TIME)), retry_at > S["now"]))))
+    return Or(*out)
+
+
+def time_pending(S: Sym, cfg: ModelConfig, d: Design):
+    """Something waits for a point in time (model: time_pending)."""
+    out = []
+    for n in range(len(cfg.nodes)):
+        items = [And(S.node(n, "ch.inflight.present"),
+                     _item_timeout(cfg, d, S.node(n, "ch.inflight.kind"))[0])]
+        for k, used in S.seq_items(f"n{n}.ch.queue"):
+            items.append(And(used, _item_timeout(cfg, d, S[f"n{n}.ch.queue.{k}.kind"])[0]))
+        retry_at = S.node(n, "retry_at")
+        out.append(And(S.node(n, "alive"),
+                       Or(*items, And(Not(Eq(retry_at, NO_TIME)), retry_at > S["now"]))))
+    return Or(*out)
+
+
+def clock_ticks(S: Sym, cfg: ModelConfig, d: Design):
+    due = [And(S.node(n, "alive"), _expired_item(S, cfg, d, n)[0]) for n in range(len(cfg.nodes))]
+    enabled = And(S["now"] < cfg.max_time, _wants_tick(S, cfg), Not(Or(*due)))
+    return enabled, S.set({"now": S["now"] + 1})
+
+
+def zk_expires_session(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    if cfg.mode != ZK:
+        return FALSE, S
+    enabled = And(Not(S.node(n, "session_expired")), S["expiries_left"] > 0)
+    S2 = S.set({"zk.controller": If(Eq(S["zk.controller"], n), NO_NODE, S["zk.controller"]),
+                "expiries_left": S["expiries_left"] - 1})
+    return enabled, S2.set_node(n, session_expired=True)
+
+
+def network_drops_message(S: Sym, cfg: ModelConfig, d: Design, j: int):
+    m = S.msg(j)
+    enabled = And(S[f"net.{j}.present"], S["drops_left"] > 0)
+    S1 = S.net_remove_slot(j).set({"drops_left": S["drops_left"] - 1})
+    request = Or(Eq(m["kind"], ENVELOPE_REQUEST), Eq(m["kind"], REGISTRATION_REQUEST))
+    owner = If(request, m["src"], m["dst"])
+
+    def at(o):
+        item = _item(S, f"n{o}.ch.inflight")
+        hit = And(S.node(o, "alive"), S.node(o, "ch.inflight.present"), _on_connection(m, o, item))
+        return TRUE, _requeue_front(S1, o, when=hit)
+    en, S2 = _cases(owner, list(range(len(cfg.nodes))), at)
+    return And(enabled, en), S2
+
+
+_NODE_DEFAULTS = {"alive": True, "incarnation": 0, "session_expired": False, "zk_active": False,
+                  "zk_epoch": -1, "zk_epoch_version": -1, "known_controller": NO_NODE,
+                  "ctrl_versions": NO_VERSIONS, "replayed": 0, "send_requested": False,
+                  "pending_rpc": False, "registered_in_log": False, "retry_at": NO_TIME,
+                  "ch.cached": NO_NODE, "ch.queue.len": 0, "ch.inflight.present": False,
+                  "events.len": 0}
+
+
+def _reset_node(S: Sym, cfg: ModelConfig, n: int, **keep) -> Sym:
+    """Node ``n`` becomes ``Node(**keep)``: every other field takes its default."""
+    upd = {}
+    for f, x in _NODE_DEFAULTS.items():
+        key = f"n{n}.{f}"
+        val = keep.get(f, x)
+        if key in S.lay.sorts:
+            upd[key] = val
+    for j in range(len(cfg.nodes)):
+        upd[f"n{n}.ncf.{j}"] = False
+    return S.set(upd)
+
+
+def node_crashes(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    enabled = And(S.node(n, "alive"), S["crashes_left"] > 0)
+    keep = {"alive": False, "incarnation": S.node(n, "incarnation")}
+    if f"n{n}.session_expired" in S.lay.sorts:
+        keep["session_expired"] = S.node(n, "session_expired")
+    if f"n{n}.replayed" in S.lay.sorts:
+        keep["replayed"] = S.node(n, "replayed")
+    S2 = _reset_node(S, cfg, n, **keep)
+    S2 = S2.set({"crashes_left": S["crashes_left"] - 1})
+    S2 = S2.net_remove_where(lambda m: Eq(m["dst"], n))
+    for p in range(len(cfg.nodes)):
+        if p == n:
+            continue
+        hit = And(S.node(p, "alive"), Eq(S.node(p, "ch.cached"), n),
+                  S.node(p, "ch.inflight.present"))
+        S2 = _requeue_front(S2, p, when=hit)
+    for c, spec in enumerate(cfg.clients):
+        if spec.node == n:
+            S2 = _respond(S2, cfg, c, kafka.NETWORK_EXCEPTION, when=_waiting(S2, c))
+    if cfg.mode == KRAFT:
+        drop = And(Eq(S["q.leader"], n), S["q.uncommitted.len"] > 0)
+        S2 = S2.set({"q.uncommitted.len": If(drop, 0, S["q.uncommitted.len"])})
+    return enabled, S2
+
+
+def node_restarts(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    enabled = And(Not(S.node(n, "alive")), S["restarts_left"] > 0)
+    if cfg.mode == ZK:
+        enabled = And(enabled, Not(And(Eq(S["zk.controller"], n),
+                                       Not(S.node(n, "session_expired")))))
+    keep = {"alive": True, "incarnation": S.node(n, "incarnation") + 1}
+    if f"n{n}.replayed" in S.lay.sorts:
+        keep["replayed"] = S.node(n, "replayed")
+        keep["send_requested"] = cfg.registration and cfg.nodes[n].role == CONTROLLER
+    S2 = _reset_node(S, cfg, n, **keep)
+    return enabled, S2.set({"restarts_left": S["restarts_left"] - 1})
+
+
+# The encodings by the model's action names (checked against model.next.ACTION_NAMES).
+ENCODINGS = {fn.__name__: fn for fn in (
+    client_sends_request, broker_learns_controller, channel_discovers_controller,
+    channel_sends_request, channel_times_out_request, controller_handles_envelope,
+    broker_handles_envelope_response, controller_sends_registration,
+    controller_handles_registration, controller_handles_registration_response,
+    node_discards_stale_response, controller_processes_event, controller_commits_records,
+    node_replays_record, broker_handles_session_expiry, broker_elects_controller,
+    controller_becomes_leader, clock_ticks, zk_expires_session, network_drops_message,
+    node_crashes, node_restarts)}

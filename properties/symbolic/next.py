@@ -1,0 +1,120 @@
+"""The symbolic Next relation: the model's action instances, in the model's order, each as a
+guard and an update; ``transition(S, S2)`` is their disjunction plus a stutter step.
+
+An *instance* is an action with its argument, as ``model.next._plan`` enumerates them: a node
+or client index, nothing, or (for a message action) a network slot.  Instances are numbered;
+a step of a symbolic path picks one by number (``act@t``), which is how a counterexample is
+read back as the model's ``Step``s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import z3
+
+from model import next as model_next
+from model.config import Design, ModelConfig
+from model.next import CLIENT_ARG, MSG_ARG, NODE_ARG, NONE_ARG
+from model.step import Step
+from properties.symbolic.actions import ENCODINGS
+from properties.symbolic.state import And, Layout, Or, Sym
+
+STUTTER = -1
+
+
+@dataclass(frozen=True)
+class Instance:
+    index: int
+    action: str
+    kind: str           # NONE_ARG | NODE_ARG | CLIENT_ARG | MSG_ARG
+    arg: int | None     # node/client index, or the network slot (MSG_ARG)
+    fault: bool         # a fault action (model.next.FAULT_ACTIONS)
+
+    def __str__(self):
+        return self.action if self.arg is None else f"{self.action}[{'slot ' if self.kind == MSG_ARG else ''}{self.arg}]"
+
+
+class Encoding:
+    """The encoded transition relation of one configuration and design."""
+
+    def __init__(self, cfg: ModelConfig, design: Design, layout: Layout | None = None):
+        cfg.validate()
+        self.cfg = cfg
+        self.design = design
+        self.lay = layout or Layout(cfg)
+        inst = []
+        for name, _fn, kind, _kinds, args in model_next._plan(cfg):
+            if kind == MSG_ARG:
+                args = tuple(range(self.lay.cap.network))
+            elif kind == NONE_ARG:
+                args = (None,)
+            for a in args:
+                inst.append(Instance(len(inst), name, kind, a, name in model_next.FAULT_ACTIONS))
+        self.instances = tuple(inst)
+        missing = set(model_next.ACTION_NAMES) - set(ENCODINGS)
+        if missing:
+            raise RuntimeError(f"actions without an encoding: {sorted(missing)}")
+
+    def apply(self, S: Sym, inst: Instance):
+        """(enabled, successor) of one instance: the guard includes ``fits``."""
+        fn = ENCODINGS[inst.action]
+        en, S2 = fn(S, self.cfg, self.design) if inst.arg is None else \
+            fn(S, self.cfg, self.design, inst.arg)
+        return And(en, S2.fits), S2
+
+    def step_of(self, inst: Instance, S_values) -> Step:
+        """The model's Step for an instance taken in a state (``S_values(key)`` gives the
+        value of a key in that state: a message instance names the message in its slot)."""
+        if inst.kind == NONE_ARG:
+            return Step(inst.action, ())
+        if inst.kind == MSG_ARG:
+            from model.state import Msg
+            msg = tuple(S_values(f"net.{inst.arg}.{f}") for f in Msg._fields)
+            return Step(inst.action, (msg,))
+        return Step(inst.action, (inst.arg,))
+
+    def progress(self, S: Sym, inst: Instance, enabled):
+        """The instance is enabled and is progress, not a fault (model: is_fault): an
+        election while the leader is alive is a fault."""
+        if inst.fault:
+            return z3.BoolVal(False)
+        if inst.action == "controller_becomes_leader":
+            leader = S["q.leader"]
+            return And(enabled, z3.Not(And(z3.Not(leader == -1), S.node(leader, "alive"))))
+        return enabled
+
+    def quiescent(self, S: Sym):
+        """model.next.quiescent: no progress step is enabled, and the time bound does not
+        hold back a pending deadline."""
+        from properties.symbolic.actions import time_pending
+        parts = []
+        for inst in self.instances:
+            en, _ = self.apply(S, inst)
+            parts.append(self.progress(S, inst, en))
+        stuck = And(S["now"] >= self.cfg.max_time, time_pending(S, self.cfg, self.design))
+        return z3.And(z3.Not(Or(*parts)), z3.Not(stuck))
+
+    def transition(self, S: Sym, S2: Sym, act, stutter=True):
+        """Next(S, S2) with ``act`` (a Z3 Int) the instance taken (-1: stutter).  Each
+        component of S2 is one ite over the instances that change it."""
+        guards = []
+        changed: dict[str, list] = {}
+        for inst in self.instances:
+            en, T = self.apply(S, inst)
+            guards.append(z3.Implies(act == inst.index, en))
+            for k, x in T.v.items():
+                if x is not S.v[k] and not x.eq(S.v[k]):
+                    changed.setdefault(k, []).append((inst.index, x))
+        lo = STUTTER if stutter else 0
+        parts = [act >= lo, act < len(self.instances)] + guards
+        for k in self.lay.keys:
+            val = S[k]
+            for idx, x in reversed(changed.get(k, ())):
+                val = z3.If(act == idx, x, val)
+            parts.append(S2[k] == val)
+        return z3.And(*parts)
+
+    @cached_property
+    def names(self) -> tuple:
+        return tuple(str(i) for i in self.instances)
