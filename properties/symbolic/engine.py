@@ -1,0 +1,306 @@
+"""Bounded model checking and k-induction over the encoded transition relation.
+
+``bmc`` unrolls Next from the configuration's initial state and asks Z3, depth by depth, for
+a state that violates the property; a counterexample is read back as the model's ``Step``s,
+replayed by the executable model (``model.next.replay``), and reported only if the model
+reaches a state violating the same property, each symbolic state equal to the model's.
+
+``prove`` is k-induction: the property conjoined with its strengthening invariants
+(``properties.symbolic.invariants``) holds in the first k states of every path from the
+initial state (base), and any k consecutive states that satisfy it are followed by one that
+does (step, from an arbitrary state: epochs, zkVersions, incarnations, times and fault budgets
+are unconstrained integers there).  A failed step yields a counterexample to induction (CTI).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from model import next as model_next
+from model.config import Design, ModelConfig
+from properties import registry
+from properties.symbolic import invariants as inv_mod
+from properties.symbolic.next import STUTTER, Encoding
+from properties.symbolic.props import PROOF_CLAUSES, clause_terms
+from properties.symbolic.state import And, Layout
+
+
+class EncodingMismatch(RuntimeError):
+    """A Z3 path the executable model does not follow: a bug in the encoding."""
+
+
+@dataclass
+class BmcResult:
+    config: str
+    variant: str
+    property: str
+    depth: int                  # deepest level searched (or the counterexample's length)
+    found: bool
+    clause: str | None = None
+    steps: list = field(default_factory=list)
+    seconds: float = 0.0
+    capacity: str = ""
+
+    def trace(self):
+        from properties.trace import Trace
+        return Trace(self.config, self.variant, tuple(self.steps), self.property, self.clause,
+                     engine="bmc")
+
+
+@dataclass
+class ProofResult:
+    config: str
+    variant: str
+    property: str
+    status: str                 # "proved" | "counterexample" | "unknown"
+    depth: int                  # k of the successful induction (or the last tried)
+    seconds: float
+    invariants: tuple = ()      # strengthening invariants used (names)
+    bounds: str = ""
+    detail: str = ""            # CTI or counterexample summary
+    counterexample: BmcResult | None = None
+    cti: object = None          # (Z3 model, symbolic states, failing names) of the last CTI
+
+
+def _decode_path(enc: Encoding, model, states, acts):
+    """The model Steps of a Z3 path (stutters dropped) and the decoded states."""
+    steps, decoded = [], [enc.lay.decode_model(model, states[0])]
+    for t, act in enumerate(acts):
+        a = model.eval(act, model_completion=True).as_long()
+        if a == STUTTER:
+            continue
+        inst = enc.instances[a]
+        S = states[t]
+
+        def val(key, S=S):
+            x = model.eval(S[key], model_completion=True)
+            return z3.is_true(x) if enc.lay.sort(key) == "b" else x.as_long()
+        steps.append(enc.step_of(inst, val))
+        decoded.append(enc.lay.decode_model(model, states[t + 1]))
+    return steps, decoded
+
+
+def _violated_clause(enc: Encoding, state, pid: str) -> str | None:
+    """The registry clause of ``pid`` that a model state violates (Python predicates)."""
+    succ = model_next.successors(state, enc.cfg, enc.design)
+    q = None
+    for clause in registry.BY_ID[pid].clauses:
+        if clause.kind == registry.QUIESCENT:
+            if q is None:
+                q = model_next.quiescent(state, enc.cfg, enc.design, succ)
+            if not q:
+                continue
+        if not clause.holds(state, enc.cfg, enc.design):
+            return clause.name
+    return None
+
+
+def bmc(cfg: ModelConfig, design: Design, pid: str, k: int, variant: str = "correct",
+        enc: Encoding | None = None, progress=None, timeout_s: float | None = None) -> BmcResult:
+    """The shortest counterexample of length <= k to property ``pid``, replayed by the
+    executable model, or ``found=False`` if there is none within the capacities."""
+    t0 = time.perf_counter()
+    enc = enc or Encoding(cfg, design)
+    lay = enc.lay
+    solver = z3.Solver()
+    if timeout_s:
+        solver.set("timeout", int(timeout_s * 1000))
+    init = model_next.initial_state(cfg)
+    states = [lay.concrete(init)]
+    acts = []
+    res = BmcResult(cfg.name, variant, pid, 0, False,
+                    capacity=_capacity_text(lay))
+    for t in range(k + 1):
+        if progress:
+            progress(t, k)
+        terms = clause_terms(enc, states[t], pid)
+        solver.push()
+        solver.add(z3.Not(And(*(f for _, f in terms))))
+        r = solver.check()
+        if r == z3.sat:
+            model = solver.model()
+            steps, decoded = _decode_path(enc, model, states, acts)
+            clause = next(name for name, f in terms
+                          if z3.is_false(model.eval(f, model_completion=True)))
+            _check_replay(enc, steps, decoded, pid, clause)
+            res.depth, res.found, res.clause, res.steps = len(steps), True, clause, steps
+            res.seconds = time.perf_counter() - t0
+            return res
+        solver.pop()
+        if r == z3.unknown:
+            raise TimeoutError(f"Z3 gave up at depth {t}: {solver.reason_unknown()}")
+        res.depth = t
+        if t == k:
+            break
+        nxt = lay.fresh(t + 1)
+        act = z3.Int(f"act@{t}")
+        solver.add(enc.transition(states[t], nxt, act, stutter=True))
+        states.append(nxt)
+        acts.append(act)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _check_replay(enc: Encoding, steps, decoded, pid, clause):
+    """Replay a Z3 counterexample in the model; every state must match the decoded one and
+    the last must violate the same clause."""
+    try:
+        replayed = model_next.replay(enc.cfg, enc.design, steps)
+    except ValueError as exc:
+        raise EncodingMismatch(f"the model cannot replay the Z3 path: {exc}") from None
+    for i, (a, b) in enumerate(zip(replayed, decoded)):
+        if a != b:
+            raise EncodingMismatch(f"state {i} of the Z3 path differs from the model's")
+    got = _violated_clause(enc, replayed[-1], pid)
+    if got != clause:
+        raise EncodingMismatch(f"Z3 says {pid} [{clause}] fails, the model says {got}")
+
+
+def _capacity_text(lay: Layout) -> str:
+    c = lay.cap
+    return (f"network {c.network} messages, channel queue {c.queue}, ZK events {c.events}, "
+            f"ZK writes {c.writes}, metadata log {c.log}, uncommitted {c.uncommitted}, "
+            f"responses per client {c.responses}")
+
+
+def _step_by_instance(enc: Encoding, goal_terms, timeout_s):
+    """None if every instance preserves the goal; else (instance, failing goal parts, Z3
+    model, the symbolic state); "unknown" if Z3 gave up."""
+    S = enc.lay.fresh("s")
+    solver = z3.Solver()
+    solver.set("timeout", int(timeout_s * 1000))
+    solver.add(*(f for _, f in goal_terms(S)))
+    for inst in enc.instances:
+        en, T = enc.apply(S, inst)
+        if z3.is_false(z3.simplify(en)):
+            continue
+        after = goal_terms(T)
+        solver.push()
+        solver.add(en)
+        solver.add(z3.Not(And(*(f for _, f in after))))
+        r = solver.check()
+        if r == z3.sat:
+            model = solver.model()
+            failing = [n for n, f in after if z3.is_false(model.eval(f, model_completion=True))]
+            return inst, failing, model, S
+        solver.pop()
+        if r == z3.unknown:
+            return "unknown"
+    return None
+
+
+def bounds_text(enc: Encoding) -> str:
+    cfg = enc.cfg
+    return (f"fixed: {len(cfg.nodes)} nodes, {len(cfg.clients)} clients, their listeners, "
+            f"principals and ACLs, max_time {cfg.max_time}, forward_timeout "
+            f"{cfg.forward_timeout}, registration_timeout {cfg.registration_timeout}; "
+            f"sequences within capacities ({_capacity_text(enc.lay)}); "
+            f"unbounded: epochs, zkVersions, incarnations, log offsets and fault budgets "
+            f"(any integer in the inductive step)")
+
+
+def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
+          max_k: int = 4, enc: Encoding | None = None, timeout_s: float = 120.0,
+          invariants=None) -> ProofResult:
+    """k-induction for ``pid`` strengthened by its invariants, for k = 1..max_k."""
+    t0 = time.perf_counter()
+    enc = enc or Encoding(cfg, design)
+    lay = enc.lay
+    invs = inv_mod.for_property(cfg, pid) if invariants is None else invariants
+    names = tuple(i.name for i in invs)
+    res = ProofResult(cfg.name, variant, pid, "unknown", 0, 0.0, names, bounds_text(enc))
+
+    only = PROOF_CLAUSES.get(pid)
+
+    def goal_terms(S):
+        terms = [(f"{pid} [{name}]", f) for name, f in clause_terms(enc, S, pid, only=only)]
+        terms += [(f"invariant {i.name}", i.holds(S, cfg, design)) for i in invs]
+        return terms
+
+    # base case, incrementally deeper
+    base = z3.Solver()
+    base.set("timeout", int(timeout_s * 1000))
+    bstates = [lay.concrete(model_next.initial_state(cfg))]
+    bacts = []
+    # inductive step: a path of arbitrary states
+    for k in range(1, max_k + 1):
+        # base: no violation in the first k states (depth k-1)
+        t = k - 1
+        terms = goal_terms(bstates[t])
+        base.push()
+        base.add(z3.Not(And(*(f for _, f in terms))))
+        r = base.check()
+        if r == z3.sat:
+            model = base.model()
+            failing = [n for n, f in terms if z3.is_false(model.eval(f, model_completion=True))]
+            prop_fail = [n for n in failing if n.startswith(pid)]
+            if prop_fail:
+                steps, decoded = _decode_path(enc, model, bstates, bacts)
+                clause = prop_fail[0].split("[")[1].rstrip("]")
+                _check_replay(enc, steps, decoded, pid, clause)
+                cex = BmcResult(cfg.name, variant, pid, len(steps), True, clause, steps,
+                                capacity=_capacity_text(lay))
+                res.status, res.depth, res.counterexample = "counterexample", k, cex
+                res.detail = f"{pid} [{clause}] fails after {len(steps)} steps"
+            else:
+                res.detail = (f"a strengthening invariant is wrong: {', '.join(failing)} "
+                              f"fails in a reachable state at depth {t}")
+            res.seconds = time.perf_counter() - t0
+            return res
+        base.pop()
+        if r == z3.unknown:
+            res.detail = f"Z3 gave up on the base case at depth {t}"
+            break
+        nxt = lay.fresh(f"b{t + 1}")
+        act = z3.Int(f"bact@{t}")
+        base.add(enc.transition(bstates[t], nxt, act, stutter=True))
+        bstates.append(nxt)
+        bacts.append(act)
+        if k == 1:
+            # 1-induction, one query per action instance: the goal in an arbitrary state,
+            # the instance's guard, and the goal broken in its successor (terms over the
+            # state, no successor variables)
+            cti = _step_by_instance(enc, goal_terms, timeout_s)
+            res.depth = 1
+            if cti is None:
+                res.status = "proved"
+                res.detail = f"1-inductive with {len(invs)} strengthening invariants"
+                break
+            if cti == "unknown":
+                res.detail = "Z3 gave up on the inductive step at k=1"
+                break
+            inst, failing, model, S = cti
+            res.detail = (f"not 1-inductive: after {inst} from a state satisfying the goal, "
+                          f"{', '.join(failing)} fails")
+            res.cti = (model, [S], failing)
+            continue
+        # step: k states satisfying the goal, then one that does not
+        step = z3.Solver()
+        step.set("timeout", int(timeout_s * 1000))
+        states = [lay.fresh(f"s0")]
+        for i in range(k):
+            step.add(*(f for _, f in goal_terms(states[i])))
+            nxt = lay.fresh(f"s{i + 1}")
+            step.add(enc.transition(states[i], nxt, z3.Int(f"sact@{i}"), stutter=False))
+            states.append(nxt)
+        last = goal_terms(states[k])
+        step.add(z3.Not(And(*(f for _, f in last))))
+        r = step.check()
+        res.depth = k
+        if r == z3.unsat:
+            res.status = "proved"
+            res.detail = f"{k}-inductive with {len(invs)} strengthening invariants"
+            break
+        if r == z3.unknown:
+            res.detail = f"Z3 gave up on the inductive step at k={k}: {step.reason_unknown()}"
+            break
+        model = step.model()
+        failing = [n for n, f in last if z3.is_false(model.eval(f, model_completion=True))]
+        a = model.eval(z3.Int(f"sact@{k - 1}"), model_completion=True).as_long()
+        res.detail = (f"not {k}-inductive: after {enc.instances[a]} from a state satisfying "
+                      f"the goal, {', '.join(failing)} fails")
+        res.cti = (model, states, failing)
+    res.seconds = time.perf_counter() - t0
+    return res

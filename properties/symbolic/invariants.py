@@ -1,0 +1,417 @@
+"""Strengthening invariants for the k-induction proofs: each states one fact about every
+reachable state, with why it holds.  A proof proves them together with its property (they
+are checked in the base case and carried through the inductive step), so a wrong invariant
+makes a proof fail, never succeed.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import z3
+
+from model import kafka
+from model.config import CONTROLLER, KRAFT, ZK, Design, ModelConfig
+from model.state import (MUTATION_RECORD, NO_NODE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, NO_TIME, REGISTER_CONTROLLER,
+                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE)
+from properties.symbolic.state import And, Sym
+
+
+class Invariant(NamedTuple):
+    name: str
+    doc: str
+    holds: Callable             # (S, cfg, design) -> Z3 Bool
+    modes: tuple = ("zk", "kraft")
+
+
+def _seq_lengths(S: Sym, cfg, d):
+    parts = []
+    for prefix in S.lay.seq_prefixes:
+        if prefix + ".len" in S.lay.sorts:
+            from properties.symbolic.state import _cap_of
+            parts.append(z3.And(S[prefix + ".len"] >= 0, S[prefix + ".len"] <= _cap_of(S.lay, prefix)))
+    return And(*parts)
+
+
+def _zk_version_nonneg(S: Sym, cfg, d):
+    return S["zk.epoch_version"] >= 0
+
+
+def _node_version_not_ahead(S: Sym, cfg, d):
+    return And(*(S.node(n, "zk_epoch_version") <= S["zk.epoch_version"]
+                 for n in range(S.lay.n)))
+
+
+def _current_version_current_epoch(S: Sym, cfg, d):
+    return And(*(z3.Implies(S.node(n, "zk_epoch_version") == S["zk.epoch_version"],
+                            S.node(n, "zk_epoch") == S["zk.epoch"]) for n in range(S.lay.n)))
+
+
+def _uncommitted_from_leader(S: Sym, cfg, d):
+    return And(*(z3.Implies(used, z3.And(S[f"q.uncommitted.{k}.epoch"] == S["q.epoch"],
+                                         S[f"q.uncommitted.{k}.writer"] == S["q.leader"]))
+                 for k, used in S.seq_items("q.uncommitted")))
+
+
+def _log_not_ahead(S: Sym, cfg, d):
+    return And(*(z3.Implies(used, S[f"q.log.{k}.epoch"] <= S["q.epoch"])
+                 for k, used in S.seq_items("q.log")))
+
+
+def _current_epoch_records_from_leader(S: Sym, cfg, d):
+    return And(*(z3.Implies(z3.And(used, S[f"q.log.{k}.epoch"] == S["q.epoch"]),
+                            S[f"q.log.{k}.writer"] == S["q.leader"])
+                 for k, used in S.seq_items("q.log")))
+
+
+def _items(S: Sym, n: int):
+    """(in use, prefix) of node n's in-flight item, then its queue slots in order."""
+    out = [(S.node(n, "ch.inflight.present"), f"n{n}.ch.inflight")]
+    out += [(used, f"n{n}.ch.queue.{k}") for k, used in S.seq_items(f"n{n}.ch.queue")]
+    return out
+
+
+def _channel_item_kinds(S: Sym, cfg, d):
+    parts = []
+    for n in range(S.lay.n):
+        kind = REGISTRATION if (cfg.mode == KRAFT and cfg.nodes[n].role == CONTROLLER) else FORWARD
+        parts += [z3.Implies(used, S[p + ".kind"] == kind) for used, p in _items(S, n)]
+    return And(*parts)
+
+
+def _forward_items_one_hop(S: Sym, cfg, d):
+    return And(*(z3.Implies(z3.And(used, S[p + ".kind"] == FORWARD), S[p + ".hops"] <= 1)
+                 for n in range(S.lay.n) for used, p in _items(S, n)))
+
+
+def _channel_oldest_first(S: Sym, cfg, d):
+    parts = []
+    for n in range(S.lay.n):
+        items = _items(S, n)
+        for used, p in items:
+            parts.append(z3.Implies(used, S[p + ".created"] <= S["now"]))
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                (ui, pi), (uj, pj) = items[i], items[j]
+                parts.append(z3.Implies(z3.And(ui, uj), S[pi + ".created"] <= S[pj + ".created"]))
+    return And(*parts)
+
+
+def _not_controller_at_top_level(S: Sym, cfg, d):
+    return And(*(z3.Implies(z3.And(S[f"net.{j}.present"], S[f"net.{j}.kind"] == ENVELOPE_RESPONSE),
+                            S[f"net.{j}.b"] != kafka.NOT_CONTROLLER)
+                 for j in range(S.lay.cap.network)))
+
+
+def _registration_controllers(S: Sym, cfg):
+    return cfg.controllers() if (cfg.mode == KRAFT and cfg.registration) else ()
+
+
+def _has_item(S: Sym, n: int):
+    return z3.Or(S.node(n, "ch.inflight.present"), S.node(n, "ch.queue.len") > 0)
+
+
+def _pending_rpc_iff_item(S: Sym, cfg, d):
+    return And(*(z3.Implies(S.node(c, "alive"), S.node(c, "pending_rpc") == _has_item(S, c))
+                 for c in _registration_controllers(S, cfg)))
+
+
+def _registered_only_with_registration(S: Sym, cfg, d):
+    if cfg.mode == KRAFT and cfg.registration:
+        return z3.BoolVal(True)
+    return And(*(z3.Not(S.node(n, "registered_in_log")) for n in range(S.lay.n)
+                 if f"n{n}.registered_in_log" in S.lay.sorts))
+
+
+def _node_references_in_range(S: Sym, cfg, d):
+    n = S.lay.n
+
+    def node_or_none(x, allowed=None):
+        vals = range(n) if allowed is None else allowed
+        return z3.Or(x == NO_NODE, *(x == v for v in vals))
+    parts = []
+    if cfg.mode == KRAFT:
+        parts.append(node_or_none(S["q.leader"], cfg.controllers()))
+    else:
+        parts.append(node_or_none(S["zk.controller"]))
+    for i in range(n):
+        parts.append(node_or_none(S.node(i, "known_controller")))
+        parts.append(node_or_none(S.node(i, "ch.cached")))
+    for j in range(S.lay.cap.network):
+        parts.append(z3.Implies(S[f"net.{j}.present"], z3.And(
+            S[f"net.{j}.src"] >= 0, S[f"net.{j}.src"] < n,
+            S[f"net.{j}.dst"] >= 0, S[f"net.{j}.dst"] < n)))
+    return And(*parts)
+
+
+def _reply_targets_in_range(S: Sym, cfg, d):
+    """Replies waiting in the ZK event queues and the uncommitted records go to a client or
+    a node of the configuration."""
+    def ok(how, to):
+        return z3.Or(z3.And(how == REPLY_CLIENT, to >= 0, to < S.lay.m),
+                     z3.And(z3.Or(how == REPLY_ENVELOPE, how == REPLY_REGISTRATION),
+                            to >= 0, to < S.lay.n))
+    parts = []
+    if cfg.mode == KRAFT:
+        for k, used in S.seq_items("q.uncommitted"):
+            p = f"q.uncommitted.{k}."
+            parts.append(z3.Implies(z3.And(used, S[p + "has_reply"]),
+                                    ok(S[p + "reply_how"], S[p + "reply_to"])))
+    else:
+        for n in range(S.lay.n):
+            for k, used in S.seq_items(f"n{n}.events"):
+                p = f"n{n}.events.{k}."
+                parts.append(z3.Implies(used, ok(S[p + "reply_how"], S[p + "reply_to"])))
+    return And(*parts)
+
+
+def _pending_mutations_authorized(S: Sym, cfg, d):
+    """What the controller accepted but has not written yet satisfies P4 already."""
+    ok_clients = [c for c, spec in enumerate(cfg.clients) if spec.api in kafka.API_OPERATION
+                  and cfg.allows(spec.principal, kafka.API_OPERATION[spec.api])]
+
+    def good(req, via, privileged, sender_ok):
+        return z3.And(z3.Or(*(req == c for c in ok_clients)),
+                      z3.Implies(via, z3.And(sender_ok, privileged)))
+    parts = []
+    if cfg.mode == ZK:
+        for n in range(S.lay.n):
+            for k, used in S.seq_items(f"n{n}.events"):
+                p = f"n{n}.events.{k}."
+                parts.append(z3.Implies(used, good(S[p + "req"], S[p + "via_envelope"],
+                                                   S[p + "privileged"],
+                                                   S[p + "sender_cluster_action"])))
+    else:
+        for k, used in S.seq_items("q.uncommitted"):
+            p = f"q.uncommitted.{k}."
+            parts.append(z3.Implies(z3.And(used, S[p + "kind"] == MUTATION_RECORD),
+                                    good(S[p + "a"], S[p + "via_envelope"], z3.BoolVal(True),
+                                         S[p + "sender_cluster_action"])))
+    return And(*parts)
+
+
+def _messages_to_live_nodes(S: Sym, cfg, d):
+    return And(*(z3.Implies(S[f"net.{j}.present"], S.node(S[f"net.{j}.dst"], "alive"))
+                 for j in range(S.lay.cap.network)))
+
+
+def _dead_leader_uncommitted_empty(S: Sym, cfg, d):
+    leader = S["q.leader"]
+    return z3.Implies(z3.And(leader != NO_NODE, z3.Not(S.node(leader, "alive"))),
+                      S["q.uncommitted.len"] == 0)
+
+
+def _one_registration_at_a_time(S: Sym, cfg, d):
+    return And(*(z3.If(S.node(c, "ch.inflight.present"), 1, 0) + S.node(c, "ch.queue.len") <= 1
+                 for c in _registration_controllers(S, cfg)))
+
+
+def _registration_items_current(S: Sym, cfg, d):
+    return And(*(z3.Implies(used, S[p + ".key"] == S.node(c, "incarnation"))
+                 for c in _registration_controllers(S, cfg) for used, p in _items(S, c)))
+
+
+def _replay_not_ahead(S: Sym, cfg, d):
+    if cfg.mode != KRAFT:
+        return z3.BoolVal(True)
+    return And(*(z3.And(S.node(n, "replayed") >= 0, S.node(n, "replayed") <= S["q.log.len"])
+                 for n in range(S.lay.n)))
+
+
+def _self_requests_current(S: Sym, cfg, d):
+    parts = []
+    for j in range(S.lay.cap.network):
+        m = S.msg(j)
+        for c in _registration_controllers(S, cfg):
+            parts.append(z3.Implies(
+                z3.And(S[f"net.{j}.present"], m["kind"] == REGISTRATION_REQUEST, m["src"] == c,
+                       m["dst"] == c), m["a"] == S.node(c, "incarnation")))
+    return And(*parts)
+
+
+def _leader_self_records_current(S: Sym, cfg, d):
+    parts = []
+    for k, used in S.seq_items("q.uncommitted"):
+        p = f"q.uncommitted.{k}."
+        for c in _registration_controllers(S, cfg):
+            parts.append(z3.Implies(
+                z3.And(used, S[p + "kind"] == REGISTER_CONTROLLER, S[p + "a"] == c,
+                       S["q.leader"] == c), S[p + "b"] == S.node(c, "incarnation")))
+    return And(*parts)
+
+
+def _success_response_registered(S: Sym, cfg, d):
+    from properties.symbolic.props import _latest_registration
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        found, inc = _latest_registration(S, c)
+        settled = z3.Or(z3.And(found, inc == S.node(c, "incarnation")),
+                        S.node(c, "replayed") < S["q.log.len"], S.node(c, "send_requested"),
+                        S.node(c, "retry_at") != NO_TIME)
+        for j in range(S.lay.cap.network):
+            m = S.msg(j)
+            parts.append(z3.Implies(
+                z3.And(S[f"net.{j}.present"], m["kind"] == REGISTRATION_RESPONSE,
+                       m["a"] == kafka.NONE, m["dst"] == c, m["b"] == S.node(c, "incarnation"),
+                       S.node(c, "alive")), settled))
+    return And(*parts)
+
+
+def _unregistered_controller_has_work(S: Sym, cfg, d):
+    from properties.symbolic.props import _latest_registration
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        found, inc = _latest_registration(S, c)
+        ok = z3.And(found, inc == S.node(c, "incarnation"))
+        work = z3.Or(S.node(c, "replayed") < S["q.log.len"], S.node(c, "send_requested"),
+                     _has_item(S, c), S.node(c, "retry_at") != NO_TIME)
+        parts.append(z3.Implies(z3.And(S.node(c, "alive"), z3.Not(ok)), work))
+    return And(*parts)
+
+
+def _feature_level_supports_registration(S: Sym, cfg, d):
+    if not _registration_controllers(S, cfg):
+        return z3.BoolVal(True)
+    parts = [S["q.log.len"] >= 1, S["q.log.0.kind"] == FEATURE_LEVEL]
+    for k, used in S.seq_items("q.log"):
+        parts.append(z3.Implies(z3.And(used, S[f"q.log.{k}.kind"] == FEATURE_LEVEL),
+                                S[f"q.log.{k}.a"] >= kafka.MV_3_7_IV0))
+    return And(*parts)
+
+
+INVARIANTS = {i.name: i for i in (
+    Invariant("time-nonnegative",
+              "The clock starts at 0 and only ticks forward, so NO_TIME (-1) never "
+              "collides with a real deadline.", lambda S, cfg, d: S["now"] >= 0),
+    Invariant("timers-nonnegative",
+              "Every backoff timer is NO_TIME or a time (>= 0), and every channel item was "
+              "created at a time: both are set from the clock.",
+              lambda S, cfg, d: And(*(z3.Or(S.node(n, "retry_at") == NO_TIME,
+                                            S.node(n, "retry_at") >= 0)
+                                      for n in range(S.lay.n)),
+                                    *(z3.Implies(used, S[p + ".created"] >= 0)
+                                      for n in range(S.lay.n) for used, p in _items(S, n)))),
+    Invariant("sequence-lengths",
+              "Every sequence's length is between 0 and its capacity (appends past the "
+              "capacity are not taken).", _seq_lengths),
+    Invariant("zk-epoch-version-nonnegative",
+              "The /controller_epoch zkVersion is never negative: it starts at 0 (or 1 with "
+              "an initial controller) and only grows (Z-1).", _zk_version_nonneg, ("zk",)),
+    Invariant("node-epoch-version-not-ahead",
+              "No broker holds a /controller_epoch zkVersion newer than ZooKeeper's: a node "
+              "takes the zkVersion its own election wrote, or -1 (Z-1, Z-3).",
+              _node_version_not_ahead, ("zk",)),
+    Invariant("current-version-current-epoch",
+              "A broker holding the current /controller_epoch zkVersion holds the current "
+              "controller epoch: the election writes both in one multi (Z-1), and the "
+              "zkVersion changes exactly when the epoch does.",
+              _current_version_current_epoch, ("zk",)),
+    Invariant("uncommitted-from-current-leader",
+              "Every uncommitted record was appended by the current leader in the current "
+              "epoch: only the leader appends, and an election drops what its predecessor had "
+              "not committed.", _uncommitted_from_leader, ("kraft",)),
+    Invariant("log-not-ahead-of-epoch",
+              "No committed record carries an epoch newer than the quorum's: records come "
+              "from uncommitted ones of the then current epoch, and epochs only grow.",
+              _log_not_ahead, ("kraft",)),
+    Invariant("current-epoch-records-from-leader",
+              "Committed records of the current epoch were written by the current leader: "
+              "one leader per epoch.", _current_epoch_records_from_leader, ("kraft",)),
+    Invariant("channel-item-kinds",
+              "A KRaft controller's channel carries only its registration; every other "
+              "node's carries only forwarded requests (only brokers forward, F-2/F-3; only "
+              "controllers register, R-3).", _channel_item_kinds),
+    Invariant("forward-items-one-hop",
+              "A forwarded request waiting in a channel has made at most one hop: the "
+              "forwarder creates it with one, and re-queueing keeps it (F-10, F-14).",
+              _forward_items_one_hop),
+    Invariant("channel-oldest-first",
+              "A channel's items are in creation order, the in-flight one first, none "
+              "created in the future: items are appended at the current time, and a re-queued "
+              "item goes back to the front (F-14, F-21).", _channel_oldest_first),
+    Invariant("not-controller-at-top-level",
+              "No EnvelopeResponse in flight carries NOT_CONTROLLER inside: the controller "
+              "promotes it to the envelope's own error (F-34).", _not_controller_at_top_level),
+    Invariant("pending-rpc-iff-item",
+              "A live controller has a registration RPC pending exactly when its request is in "
+              "its channel (queued or in flight): the flag is set when the request is queued "
+              "and cleared when the channel gives it up, by a response or a timeout (R-5, R-6).",
+              _pending_rpc_iff_item, ("kraft",)),
+    Invariant("registered-only-with-registration",
+              "Without controller registration (KIP-919 off), no node ever believes it is "
+              "registered.", _registered_only_with_registration, ("kraft",)),
+    Invariant("node-references-in-range",
+              "Every node index in the state (the leader, /controller, a cached or known "
+              "controller, a message's ends) names a node of the configuration, or NO_NODE; "
+              "the KRaft leader is a controller.", _node_references_in_range),
+    Invariant("reply-targets-in-range",
+              "Every reply waiting for a write (in a ZK controller's event queue or with an "
+              "uncommitted record) goes to a client or a node of the configuration.",
+              _reply_targets_in_range),
+    Invariant("pending-mutations-authorized",
+              "Every mutation a controller accepted but has not yet written (a queued ZK "
+              "event, an uncommitted record) was authorized for its client's principal and, "
+              "if it came in an envelope, from a sender with CLUSTER_ACTION on the privileged "
+              "listener: the controller checks before it queues (F-24, F-25, F-28, F-30).",
+              _pending_mutations_authorized),
+    Invariant("messages-to-live-nodes",
+              "Every message in flight is addressed to a live node: nothing is sent to a dead "
+              "node, and a crash drops the messages to the crashed node.",
+              _messages_to_live_nodes),
+    Invariant("dead-leader-uncommitted-empty",
+              "A dead leader has no uncommitted records: its crash drops them.",
+              _dead_leader_uncommitted_empty, ("kraft",)),
+    Invariant("one-registration-at-a-time",
+              "A controller's channel holds at most one registration: it queues one only with "
+              "no RPC pending (R-4).", _one_registration_at_a_time, ("kraft",)),
+    Invariant("registration-items-current",
+              "A controller's queued or in-flight registration carries its current "
+              "incarnation: a restart empties the channel (R-3).",
+              _registration_items_current, ("kraft",)),
+    Invariant("replay-not-ahead",
+              "Every node has replayed a prefix of the committed log (0 to its length).",
+              _replay_not_ahead,
+              ("kraft",)),
+    Invariant("self-requests-current",
+              "A registration a controller sent to itself (as leader) carries its current "
+              "incarnation: a crash drops every message to the crashed node.",
+              _self_requests_current, ("kraft",)),
+    Invariant("leader-self-records-current",
+              "An uncommitted registration of the leader itself carries its current "
+              "incarnation: the leader appends only what it received as leader, its own "
+              "requests come from its current incarnation, and a crash or an election drops "
+              "the uncommitted records.", _leader_self_records_current, ("kraft",)),
+    Invariant("success-response-registered",
+              "When a successful registration response for its current incarnation is on its "
+              "way to a live controller, the log already registers that incarnation, or the "
+              "controller has records to replay, a queued check or a backoff timer: success "
+              "is sent only after the record is committed (R-17), and replaying its own "
+              "registration queues a check (R-8).", _success_response_registered, ("kraft",)),
+    Invariant("unregistered-controller-has-work",
+              "A live controller whose latest registration in the log is not its current "
+              "incarnation still has work that leads to re-registering: records to replay, a "
+              "queued check, a request in its channel, or a backoff timer (R-2, R-7, R-8).",
+              _unregistered_controller_has_work, ("kraft",)),
+    Invariant("feature-level-supports-registration",
+              "The metadata log starts with its FeatureLevelRecord, and every feature level in "
+              "it supports controller registration (the configuration's metadata.version "
+              "is 3.7-IV0 or later and nothing changes it).",
+              _feature_level_supports_registration, ("kraft",)),
+)}
+
+# Which invariants each property's proof uses, per mode.
+PLAN = {
+    "P1": ("sequence-lengths", "zk-epoch-version-nonnegative", "node-epoch-version-not-ahead",
+           "current-version-current-epoch", "uncommitted-from-current-leader",
+           "log-not-ahead-of-epoch", "current-epoch-records-from-leader"),
+    "P2": ("sequence-lengths", "channel-item-kinds", "forward-items-one-hop",
+           "channel-oldest-first", "not-controller-at-top-level"),
+    "P3": ("node-references-in-range", "reply-targets-in-range", "sequence-lengths", "replay-not-ahead", "registered-only-with-registration",
+           "channel-item-kinds", "registration-items-current", "self-requests-current",
+           "leader-self-records-current", "messages-to-live-nodes",
+           "dead-leader-uncommitted-empty"),
+    "P4": ("sequence-lengths", "pending-mutations-authorized"),
+}
+
+
+def for_property(cfg: ModelConfig, pid: str) -> list:
+    return [INVARIANTS[n] for n in PLAN.get(pid, ()) if cfg.mode in INVARIANTS[n].modes]

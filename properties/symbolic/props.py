@@ -1,0 +1,186 @@
+"""The safety properties P1-P4 as Z3 predicates over a symbolic state, one per clause of
+``properties/registry.py`` and under the same names; and the strengthening invariants the
+k-induction proofs need.
+
+Each clause function has the registry's docstring meaning (see the registry for the KIP
+sentences); ``tests/test_symbolic.py`` checks each against the registry's Python predicate on
+explored states, so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import z3
+
+from model import kafka
+from model.config import KRAFT, ZK, Design, ModelConfig
+from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS,
+                         REGISTER_CONTROLLER, REGISTRATION)
+from properties import registry
+from properties.symbolic.state import FALSE, TRUE, And, Eq, If, Not, Or, Sym
+
+# --------------------------------------------------------------------------------------------
+# clauses (names as in properties/registry.py)
+
+
+def _latest_registration(S: Sym, c: int, upto=None):
+    """(found, incarnation) of the last RegisterControllerRecord for ``c`` in the log (or its
+    first ``upto`` records)."""
+    found, inc = FALSE, z3.IntVal(0)
+    for k, used in S.seq_items("q.log"):
+        hit = And(used, Eq(S[f"q.log.{k}.kind"], REGISTER_CONTROLLER), Eq(S[f"q.log.{k}.a"], c))
+        if upto is not None:
+            hit = And(hit, k < upto)
+        found = Or(found, hit)
+        inc = If(hit, S[f"q.log.{k}.b"], inc)
+    return found, inc
+
+
+def zk_writes_carry_current_epoch(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != ZK:
+        return TRUE
+    return And(*(z3.Implies(used, S[f"zk.writes.{k}.writer_epoch"] == S[f"zk.writes.{k}.zk_epoch"])
+                 for k, used in S.seq_items("zk.writes")))
+
+
+def log_has_one_writer_per_epoch(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != KRAFT:
+        return TRUE
+    items = S.seq_items("q.log")
+    parts = []
+    for i, _ in items[1:]:
+        for j, used_j in items[i + 1:]:
+            ei, ej = S[f"q.log.{i}.epoch"], S[f"q.log.{j}.epoch"]
+            parts.append(z3.Implies(used_j, And(ei <= ej, z3.Implies(
+                ei == ej, S[f"q.log.{i}.writer"] == S[f"q.log.{j}.writer"]))))
+    return And(*parts)
+
+
+def envelope_never_nested(S: Sym, cfg: ModelConfig, d: Design):
+    return And(*(z3.Implies(And(S[f"net.{j}.present"], Eq(S[f"net.{j}.kind"], ENVELOPE_REQUEST)),
+                            S[f"net.{j}.b"] <= 1) for j in range(S.lay.cap.network)))
+
+
+def _channel_items(S: Sym, n: int):
+    """(in use, item prefix) for node n's in-flight item and queue slots."""
+    out = [(S.node(n, "ch.inflight.present"), f"n{n}.ch.inflight")]
+    for k, used in S.seq_items(f"n{n}.ch.queue"):
+        out.append((used, f"n{n}.ch.queue.{k}"))
+    return out
+
+
+def forward_ends_by_deadline(S: Sym, cfg: ModelConfig, d: Design):
+    parts = []
+    for n in range(S.lay.n):
+        for used, p in _channel_items(S, n):
+            parts.append(z3.Implies(And(S.node(n, "alive"), used, Eq(S[p + ".kind"], FORWARD)),
+                                    S["now"] - S[p + ".created"] <= cfg.forward_timeout))
+    return And(*parts)
+
+
+def forwarder_forgets_not_controller(S: Sym, cfg: ModelConfig, d: Design):
+    parts = []
+    for n in range(S.lay.n):
+        cached = S.node(n, "ch.cached")
+        for j in range(S.lay.n):
+            parts.append(z3.Implies(And(S.node(n, "alive"), Eq(cached, j)),
+                                    Not(S.node(n, f"ncf.{j}"))))
+    return And(*parts)
+
+
+def registered_only_if_log_agrees(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != KRAFT:
+        return TRUE
+    parts = []
+    for c in cfg.controllers():
+        found, inc = _latest_registration(S, c, S.node(c, "replayed"))
+        parts.append(z3.Implies(And(S.node(c, "alive"), S.node(c, "registered_in_log")),
+                                And(found, inc == S.node(c, "incarnation"))))
+    return And(*parts)
+
+
+def registration_carries_current_incarnation(S: Sym, cfg: ModelConfig, d: Design):
+    if not cfg.registration or cfg.mode != KRAFT:
+        return TRUE
+    leader = S["q.leader"]
+    parts = []
+    for c in cfg.controllers():
+        found, inc = _latest_registration(S, c)
+        parts.append(z3.Implies(S.node(c, "alive"), And(found, inc == S.node(c, "incarnation"))))
+    return z3.Implies(And(Not(Eq(leader, NO_NODE)), S.node(leader, "alive")), And(*parts))
+
+
+def _applied(S: Sym, cfg: ModelConfig):
+    """(in use, client index, via envelope, privileged, sender had CLUSTER_ACTION)."""
+    if cfg.mode == ZK:
+        return [(used, S[f"zk.writes.{k}.req"], S[f"zk.writes.{k}.via_envelope"],
+                 S[f"zk.writes.{k}.privileged"], S[f"zk.writes.{k}.sender_cluster_action"])
+                for k, used in S.seq_items("zk.writes")]
+    return [(And(used, Eq(S[f"q.log.{k}.kind"], MUTATION_RECORD)), S[f"q.log.{k}.a"],
+             S[f"q.log.{k}.via_envelope"], TRUE, S[f"q.log.{k}.sender_cluster_action"])
+            for k, used in S.seq_items("q.log")]
+
+
+def mutations_authorized_as_client(S: Sym, cfg: ModelConfig, d: Design):
+    ok = [c for c, spec in enumerate(cfg.clients)
+          if spec.api in kafka.API_OPERATION
+          and cfg.allows(spec.principal, kafka.API_OPERATION[spec.api])]
+    return And(*(z3.Implies(used, Or(*(Eq(req, c) for c in ok)))
+                 for used, req, _, _, _ in _applied(S, cfg)))
+
+
+def envelopes_only_from_trusted_senders(S: Sym, cfg: ModelConfig, d: Design):
+    return And(*(z3.Implies(And(used, via),
+                            And(sender_ok, privileged if cfg.mode == ZK else TRUE))
+                 for used, _, via, privileged, sender_ok in _applied(S, cfg)))
+
+
+CLAUSES = {f.__name__.replace("_", "-"): f for f in (
+    zk_writes_carry_current_epoch, log_has_one_writer_per_epoch, envelope_never_nested,
+    forward_ends_by_deadline, forwarder_forgets_not_controller, registered_only_if_log_agrees,
+    registration_carries_current_incarnation, mutations_authorized_as_client,
+    envelopes_only_from_trusted_senders)}
+
+SUPPORTED = ("P1", "P2", "P3", "P4")
+
+# What ``prove`` proves per property: every clause, except P3, whose proof target is its
+# safety form (DESIGN section 4): "a controller never believes it is registered while the log
+# it has replayed shows another incarnation".  P3's quiescent clause (registration converges)
+# is bounded liveness: ``bmc`` checks it, the explorer checks it exhaustively, and
+# docs/proofs.md says why k-induction does not prove it.
+PROOF_CLAUSES = {"P3": ("registered-only-if-log-agrees",)}
+
+
+def clauses_of(pid: str):
+    """The registry's clauses of a property with their Z3 encodings: (Clause, fn)."""
+    if pid not in SUPPORTED:
+        raise KeyError(f"property {pid} has no Z3 encoding; the symbolic engine checks "
+                       f"{', '.join(SUPPORTED)}")
+    return [(c, CLAUSES[c.name]) for c in registry.BY_ID[pid].clauses]
+
+
+def property_holds(enc, S: Sym, pid: str, quiescent=None):
+    """The property in state S: its always clauses, and its quiescent clauses where S is
+    quiescent (``quiescent``: a precomputed ``enc.quiescent(S)``)."""
+    parts = []
+    for clause, fn in clauses_of(pid):
+        f = fn(S, enc.cfg, enc.design)
+        if clause.kind == registry.QUIESCENT:
+            q = enc.quiescent(S) if quiescent is None else quiescent
+            f = z3.Implies(q, f)
+        parts.append(f)
+    return And(*parts)
+
+
+def clause_terms(enc, S: Sym, pid: str, quiescent=None, only=None):
+    """(clause name, holds term) per clause (or per clause named in ``only``)."""
+    out = []
+    for clause, fn in clauses_of(pid):
+        if only is not None and clause.name not in only:
+            continue
+        f = fn(S, enc.cfg, enc.design)
+        if clause.kind == registry.QUIESCENT:
+            q = enc.quiescent(S) if quiescent is None else quiescent
+            f = z3.Implies(q, f)
+        out.append((clause.name, f))
+    return out
