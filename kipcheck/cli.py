@@ -2,8 +2,9 @@
 
 Exit codes: 0 = everything holds; 1 = a property is violated (or, for ``check``, the correct
 design fails, a witness is unreached or a variant is not caught); 2 = bad input (unknown
-name, malformed or mismatching trace, bad option), with one line on stderr; 130 = interrupted
-(``fuzz`` still prints the summary of the work done).
+name, malformed or mismatching trace, bad option), with one line on stderr; 3 = inconclusive
+(``prove``: no proof and no counterexample); 130 = interrupted (``fuzz`` still prints the
+summary of the work done).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
 class BadInput(Exception):
@@ -557,6 +558,124 @@ def cmd_check(args) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------------
+# prove (the Z3 engine)
+
+
+def _z3_available() -> None:
+    try:
+        import z3  # noqa: F401
+    except ImportError:
+        raise BadInput("the Z3 engine needs the z3-solver package: pip install "
+                       "'kipcheck[symbolic]' (the README's set-up installs it)") from None
+
+
+def _properties_arg(text: str) -> tuple:
+    from properties.symbolic.props import SUPPORTED
+    if text.strip().lower() == "all":
+        return SUPPORTED
+    ids = tuple(x.strip().upper() for x in text.split(",") if x.strip())
+    bad = [x for x in ids if x not in SUPPORTED]
+    if bad or not ids:
+        raise BadInput(f"--property: {', '.join(bad) or 'nothing given'} is not a property the "
+                       f"Z3 engine checks; choose from {', '.join(SUPPORTED)} or all")
+    return ids
+
+
+class _DepthProgress:
+    def __init__(self, out, pid):
+        self.out, self.pid, self.t0 = out, pid, time.perf_counter()
+
+    def __call__(self, depth, k):
+        print(f"\r  {self.pid}: bmc depth {depth}/{k}, {time.perf_counter() - self.t0:.1f} s",
+              end="", file=self.out, flush=True)
+
+    def done(self):
+        print("\r" + " " * 60 + "\r", end="", file=self.out, flush=True)
+
+
+def cmd_prove(args) -> int:
+    _z3_available()
+    from properties.registry import BY_ID
+    from properties.symbolic.engine import bmc, prove
+    from properties.symbolic.props import PROOF_CLAUSES
+    spec = _spec(args.config, args.variant)
+    pids = _properties_arg(args.property)
+    if args.bmc is not None and not 0 <= args.bmc <= 30:
+        raise BadInput("--bmc: the depth must be between 0 and 30")
+    if not 1 <= args.max_k <= 4:
+        raise BadInput("--max-k must be between 1 and 4")
+    if args.trace_out and not Path(args.trace_out).parent.exists():
+        raise BadInput(f"--trace-out: directory {Path(args.trace_out).parent} does not exist")
+    out = sys.stderr if args.json else sys.stdout
+    what = f"bounded model checking to depth {args.bmc}" if args.bmc is not None else \
+        f"k-induction (k <= {args.max_k})"
+    print(f"prove {spec.cfg.name} [{spec.variant}]: {', '.join(pids)} by {what}", file=out,
+          flush=True)
+    results, traces = [], []
+    worst = EXIT_OK
+    for pid in pids:
+        prop = BY_ID[pid]
+        label = f"{pid} {prop.name}"
+        if args.bmc is not None:
+            progress = None if (args.quiet or not sys.stderr.isatty()) else \
+                _DepthProgress(sys.stderr, pid)
+            r = bmc(spec.cfg, spec.design, pid, args.bmc, spec.variant, progress=progress)
+            if progress:
+                progress.done()
+            if r.found:
+                line = (f"{label}: COUNTEREXAMPLE, {len(r.steps)} steps, clause {r.clause} "
+                        f"({r.seconds:.1f} s; replayed by the model)")
+                traces.append(r.trace())
+                worst = EXIT_VIOLATION
+            else:
+                line = (f"{label}: no counterexample up to depth {r.depth} "
+                        f"({r.seconds:.1f} s; within capacities: {r.capacity})")
+            doc = {"property": pid, "mode": "bmc", "found": r.found, "depth": r.depth,
+                   "clause": r.clause, "steps": len(r.steps), "seconds": round(r.seconds, 3)}
+        else:
+            r = prove(spec.cfg, spec.design, pid, spec.variant, max_k=args.max_k)
+            target = " (safety form: " + ", ".join(PROOF_CLAUSES[pid]) + ")" \
+                if pid in PROOF_CLAUSES else ""
+            if r.status == "proved":
+                line = (f"{label}{target}: PROVED, {r.depth}-induction with "
+                        f"{len(r.invariants)} strengthening invariants ({r.seconds:.1f} s)")
+            elif r.status == "counterexample":
+                line = f"{label}{target}: COUNTEREXAMPLE in the base case: {r.detail} " \
+                       f"({r.seconds:.1f} s)"
+                traces.append(r.counterexample.trace())
+                worst = EXIT_VIOLATION
+            else:
+                line = f"{label}{target}: UNKNOWN, {r.detail} ({r.seconds:.1f} s)"
+                if worst == EXIT_OK:
+                    worst = EXIT_INCONCLUSIVE
+            doc = {"property": pid, "mode": "prove", "status": r.status, "depth": r.depth,
+                   "seconds": round(r.seconds, 3), "invariants": list(r.invariants),
+                   "bounds": r.bounds, "detail": r.detail,
+                   "proof_clauses": list(PROOF_CLAUSES.get(pid, ()))}
+        print(line, file=out, flush=True)
+        results.append(doc)
+    if args.bmc is None and not args.quiet:
+        from properties.symbolic.engine import bounds_text
+        from properties.symbolic.next import Encoding
+        print(f"bounds: {bounds_text(Encoding(spec.cfg, spec.design))}", file=out)
+    files = []
+    for i, trace in enumerate(traces):
+        name = args.trace_out if (args.trace_out and len(traces) == 1) else \
+            f"kipcheck-prove-{spec.cfg.name}-{spec.variant}-{trace.property}.json"
+        _print_trace(trace, out)
+        try:
+            trace.dump(name)
+            files.append(name)
+            print(f"trace written to {name}; replay: kipcheck replay {name}", file=out)
+        except OSError as e:
+            print(f"kipcheck: cannot write the trace to {name}: {e.strerror}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"config": spec.cfg.name, "variant": spec.variant,
+                          "results": results, "trace_files": files}, indent=1))
+    return worst
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kipcheck", description="Check designs of Kafka's controller-side "
                 "protocols (KIP-590 forwarding, KIP-919 controller registration, KIP-103 "
@@ -608,6 +727,21 @@ def build_parser() -> argparse.ArgumentParser:
                           help="print the result as JSON on stdout instead of the summary")
     f.add_argument("--quiet", action="store_true", help="no progress on stderr")
     f.set_defaults(func=cmd_fuzz)
+
+    z = sub.add_parser("prove", help="prove properties by k-induction with Z3, or find "
+                       "counterexamples by bounded model checking (--bmc K)")
+    z.add_argument("--config", required=True, help="configuration name (kipcheck configs)")
+    z.add_argument("--property", default="all",
+                   help="P1, P2, P3, P4, a comma-separated list, or all (default)")
+    z.add_argument("--variant", help="design variant (kipcheck variants); default: correct")
+    z.add_argument("--bmc", type=int, metavar="K",
+                   help="bounded model checking to depth K instead of a proof")
+    z.add_argument("--max-k", type=int, default=2,
+                   help="deepest induction tried (default 2)")
+    z.add_argument("--trace-out", help="where to write a counterexample as a JSON trace")
+    z.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    z.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    z.set_defaults(func=cmd_prove)
 
     v = sub.add_parser("variants", help="list the design variants")
     v.add_argument("--json", action="store_true")

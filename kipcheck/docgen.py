@@ -232,6 +232,29 @@ def variant_traces_markdown() -> str:
     return "\n".join(parts)
 
 
+def proof_invariants_markdown() -> str:
+    """Per property: what the proof proves and the strengthening invariants it carries."""
+    from properties.registry import BY_ID
+    from properties.symbolic import invariants as inv_mod
+    from properties.symbolic.props import PROOF_CLAUSES, SUPPORTED
+    parts = []
+    for pid in SUPPORTED:
+        prop = BY_ID[pid]
+        target = PROOF_CLAUSES.get(pid) or tuple(c.name for c in prop.clauses)
+        note = " (its safety form; the quiescent clause is checked by `--bmc` and the explorer)" \
+            if pid in PROOF_CLAUSES else " (every clause)"
+        lines = [f"### {pid} {prop.name}", "",
+                 f"Proof target: {', '.join(_code(c) for c in target)}{note}.", ""]
+        rows = []
+        for name in inv_mod.PLAN[pid]:
+            inv = inv_mod.INVARIANTS[name]
+            modes = ", ".join("ZK" if m == "zk" else "KRaft" for m in inv.modes)
+            rows.append((_code(name), modes, first_paragraph(inv.doc)))
+        lines.append(_table(("strengthening invariant", "modes", "why it holds"), rows))
+        parts.append("\n".join(lines))
+    return "\n".join(parts)
+
+
 # --------------------------------------------------------------------------------------------
 # the blocks and the files they live in
 
@@ -240,10 +263,12 @@ BLOCKS = {
     "model-reference": model_reference_markdown,
     "variant-table": variant_table_markdown,
     "variant-traces": variant_traces_markdown,
+    "proof-invariants": proof_invariants_markdown,
 }
 DOCS = {
     "model.md": ("configurations", "model-reference"),
     "design-variants.md": ("variant-table", "variant-traces"),
+    "proofs.md": ("proof-invariants",),
 }
 
 

@@ -21,7 +21,7 @@ from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FOR
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
                          REPLY_ENVELOPE, REPLY_REGISTRATION)
-from properties.symbolic.state import (FALSE, TRUE, And, Eq, If, Not, Or, Sym, ite)
+from properties.symbolic.state import (FALSE, TRUE, And, Eq, If, Not, Or, Sym, _f, ite)
 
 # --------------------------------------------------------------------------------------------
 # small helpers (model: _set_node, _respond, _waiting, advertised_version, metadata_version...)
@@ -69,7 +69,7 @@ def _respond(S: Sym, cfg: ModelConfig, c, code, envelope_error=0, endpoints=None
     """Client ``c`` receives a final response (``c`` may be a term)."""
     for j in range(len(cfg.clients)):
         hit = And(when, Eq(c, j)) if not isinstance(c, int) else (when if c == j else False)
-        if hit is False or (not isinstance(hit, bool) and hit.eq(FALSE)):
+        if _f(hit):
             continue
         fields = {"code": code, "envelope_error": envelope_error, "retried": retried}
         for x, lst in S.lay.endpoints:

@@ -5,9 +5,11 @@ For the states the explorer reaches (all, or a seeded sample) and every action i
 1. Z3's guard of the instance holds exactly when the model's action is enabled;
 2. the encoding's successor denotes the model's successor (decoded back to a ``State`` and
    compared with ``==``), within the capacities (``fits`` holds);
-3. once per instance, Z3 proves the encoded transition functional: two successors of the
-   same state by the same instance are equal (so the model's successor is the only one the
-   encoding accepts, in every state, not only the sampled ones).
+3. on a sample, through the solver and the same Next formula BMC unrolls: with the state
+   fixed and the instance chosen, Z3 finds the model's successor and no other (every other
+   candidate is rejected), or none where the model's action is disabled;
+4. the Z3 clauses of P1-P4 and the quiescence predicate agree with the registry's Python
+   predicates, and (correct design) every strengthening invariant holds.
 
 Evaluating Z3 terms on tens of thousands of concrete states through the solver would take
 minutes, so each instance's guard and update terms are compiled once into a Python function
@@ -24,7 +26,6 @@ from dataclasses import dataclass, field
 import z3
 
 from model import next as model_next
-from model.state import Msg
 from model.step import Step
 from properties.symbolic.next import Encoding, Instance
 from properties.symbolic.state import CapacityExceeded, Layout
@@ -36,50 +37,83 @@ _BIN = {z3.Z3_OP_EQ: "==", z3.Z3_OP_LE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GE: ">=
         z3.Z3_OP_GT: ">", z3.Z3_OP_SUB: "-", z3.Z3_OP_IFF: "=="}
 
 
-def compile_terms(terms: list, index: dict, name="f"):
+class _Dag:
+    """The shape of Z3 terms, read once per node through the C API: (op, args, payload) by
+    AST id, where payload is a numeral's value or a variable's name.  Z3 reuses the id of a
+    freed term: the caller keeps every term it compiles alive as long as the _Dag lives."""
+
+    def __init__(self):
+        self.ctx = z3.main_ctx().ref()
+        self.meta: dict[int, tuple] = {}
+
+    def node(self, ast) -> int:
+        C, ctx = z3.z3core, self.ctx
+        key = C.Z3_get_ast_id(ctx, ast)
+        if key in self.meta:
+            return key
+        kind = C.Z3_get_ast_kind(ctx, ast)
+        if kind == z3.Z3_NUMERAL_AST:
+            self.meta[key] = ("num", (), int(C.Z3_get_numeral_string(ctx, ast)))
+            return key
+        if kind != z3.Z3_APP_AST:
+            raise NotImplementedError(f"AST kind {kind}")
+        decl = C.Z3_get_app_decl(ctx, ast)
+        op = C.Z3_get_decl_kind(ctx, decl)
+        n = C.Z3_get_app_num_args(ctx, ast)
+        if op == z3.Z3_OP_UNINTERPRETED and n == 0:
+            name = C.Z3_get_symbol_string(ctx, C.Z3_get_decl_name(ctx, decl))
+            self.meta[key] = ("var", (), name)
+            return key
+        args = tuple(self.node(C.Z3_get_app_arg(ctx, ast, i)) for i in range(n))
+        self.meta[key] = (op, args, None)
+        return key
+
+
+def compile_terms(terms: list, index: dict, name="f", dag: _Dag | None = None):
     """A Python function ``f(v) -> tuple`` computing ``terms`` (Z3 Int/Bool expressions over
     the variables of ``index``: variable name -> position in ``v``)."""
+    dag = dag or _Dag()
+    meta = dag.meta
     lines = []
     memo: dict[int, str] = {}
 
-    def visit(e) -> str:
-        key = e.get_id()
+    def visit(key) -> str:
         got = memo.get(key)
         if got is not None:
             return got
-        if z3.is_int_value(e):
-            out = str(e.as_long())
-        elif z3.is_true(e):
+        op, args, payload = meta[key]
+        if op == "num":
+            out = str(payload)
+        elif op == "var":
+            out = f"v[{index[payload]}]"
+        elif op == z3.Z3_OP_TRUE:
             out = "True"
-        elif z3.is_false(e):
+        elif op == z3.Z3_OP_FALSE:
             out = "False"
-        elif z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out = f"v[{index[e.decl().name()]}]"
         else:
-            k = e.decl().kind()
-            args = [visit(a) for a in e.children()]
-            if k == z3.Z3_OP_ITE:
-                expr = f"({args[1]} if {args[0]} else {args[2]})"
-            elif k == z3.Z3_OP_NOT:
-                expr = f"(not {args[0]})"
-            elif k in _OPS:
-                expr = "(" + _OPS[k].join(args) + ")"
-            elif k in _BIN and len(args) == 2:
-                expr = f"({args[0]} {_BIN[k]} {args[1]})"
-            elif k == z3.Z3_OP_UMINUS:
-                expr = f"(-{args[0]})"
-            elif k == z3.Z3_OP_IMPLIES:
-                expr = f"((not {args[0]}) or {args[1]})"
-            elif k == z3.Z3_OP_DISTINCT:
-                expr = f"(len({{{', '.join(args)}}}) == {len(args)})"
+            a = [visit(x) for x in args]
+            if op == z3.Z3_OP_ITE:
+                expr = f"({a[1]} if {a[0]} else {a[2]})"
+            elif op == z3.Z3_OP_NOT:
+                expr = f"(not {a[0]})"
+            elif op in _OPS:
+                expr = "(" + _OPS[op].join(a) + ")"
+            elif op in _BIN and len(a) == 2:
+                expr = f"({a[0]} {_BIN[op]} {a[1]})"
+            elif op == z3.Z3_OP_UMINUS:
+                expr = f"(-{a[0]})"
+            elif op == z3.Z3_OP_IMPLIES:
+                expr = f"((not {a[0]}) or {a[1]})"
+            elif op == z3.Z3_OP_DISTINCT:
+                expr = f"(len({{{', '.join(a)}}}) == {len(a)})"
             else:
-                raise NotImplementedError(f"operator {e.decl()} in {e}")
+                raise NotImplementedError(f"Z3 operator kind {op}")
             out = f"t{len(lines)}"
             lines.append(f"    {out} = {expr}")
         memo[key] = out
         return out
 
-    results = [visit(t) for t in terms]
+    results = [visit(dag.node(t.as_ast())) for t in terms]
     src = f"def {name}(v):\n" + "\n".join(lines) + f"\n    return ({', '.join(results)},)\n"
     env: dict = {}
     exec(compile(src, f"<encoding {name}>", "exec"), env)
@@ -102,7 +136,8 @@ class CrossCheckResult:
     reachable: int              # states the explorer reached
     steps: int                  # (state, enabled instance) pairs compared
     disabled: int               # (state, disabled instance) pairs checked
-    functional: int             # instances proved functional by Z3
+    solver_checks: int          # sampled steps checked through the solver on the Next formula
+    clause_checks: int          # (state, clause or invariant) pairs compared
     seconds: float
     mismatches: list = field(default_factory=list)   # human-readable, first few
 
@@ -116,33 +151,111 @@ def compile_encoding(enc: Encoding):
     S = enc.lay.fresh("0")
     index = {f"{k}@0": i for i, k in enumerate(enc.lay.keys)}
     out = []
+    dag = _Dag()
+    keep = []       # AST ids are reused once a term is freed: keep every term alive
     for inst in enc.instances:
         en, T = enc.apply(S, inst)
-        keys = tuple(k for k in enc.lay.keys if not T[k].eq(S[k]))
-        guard = compile_terms([en], index, "guard")
-        update = compile_terms([T[k] for k in keys], index, "update") if keys else (lambda v: ())
+        keep.append((en, T))
+        keys = tuple(k for k in enc.lay.keys if T[k].get_id() != S[k].get_id())
+        guard = compile_terms([en], index, "guard", dag)
+        update = compile_terms([T[k] for k in keys], index, "update", dag) if keys else \
+            (lambda v: ())
         out.append(Compiled(inst, guard, keys, update))
     return out
 
 
-def prove_functional(enc: Encoding, timeout_ms=20000) -> list:
-    """Instances whose encoded successor is not unique (should be none): for each, Z3
-    checks that two successors of one state differ in no component."""
-    S = enc.lay.fresh("0")
+def solver_check(enc: Encoding, states, samples: int, seed: int, res=None) -> list:
+    """Through the solver, on the one Next formula BMC uses: for sampled (state, instance)
+    pairs, with the state's values fixed, Z3 finds the model's successor when the model's
+    action is enabled, no other successor (every other candidate is rejected), and none when
+    it is disabled.  Returns mismatches."""
+    lay = enc.lay
+    S0, S1 = lay.fresh("x"), lay.fresh("y")
+    act = z3.Int("act")
+    solver = z3.Solver()
+    solver.add(enc.transition(S0, S1, act, stutter=True))
+    rng = random.Random(seed)
     bad = []
-    for inst in enc.instances:
-        en, T1 = enc.apply(S, inst)
-        A = enc.lay.fresh("a")
-        B = enc.lay.fresh("b")
-        solver = z3.Solver()
-        solver.set("timeout", timeout_ms)
-        solver.add(en)
-        solver.add(*(A[k] == T1[k] for k in enc.lay.keys))
-        solver.add(*(B[k] == T1[k] for k in enc.lay.keys))
-        solver.add(z3.Or(*(A[k] != B[k] for k in enc.lay.keys)))
-        if solver.check() != z3.unsat:
-            bad.append(str(inst))
+    for _ in range(samples):
+        s = states[rng.randrange(len(states))]
+        msgs = sorted(s.network)
+        enabled = [i for i in enc.instances if _model_step(enc, s, i, msgs) is not None]
+        inst = rng.choice(enabled) if enabled and rng.random() < 0.8 else rng.choice(enc.instances)
+        t = _model_step(enc, s, inst, msgs)
+        vals = lay.values(s)
+        solver.push()
+        solver.add(*(S0[k] == (z3.BoolVal(vals[k]) if lay.sorts[k] == "b" else z3.IntVal(vals[k]))
+                     for k in lay.keys))
+        solver.add(act == inst.index)
+        r = solver.check()
+        if res is not None:
+            res.solver_checks += 1
+        if t is None:
+            if r != z3.unsat:
+                bad.append(f"solver: {inst} accepted where the model's action is disabled")
+        elif r != z3.sat:
+            bad.append(f"solver: {inst} rejected the model's successor ({r})")
+        else:
+            model = solver.model()
+            got = lay.decode_model(model, S1)
+            if got != t:
+                bad.append(f"solver: {inst}: {_diff(got, t)}")
+            solver.add(z3.Or(*(S1[k] != model.eval(S1[k], model_completion=True)
+                               for k in lay.keys)))
+            if solver.check() != z3.unsat:
+                bad.append(f"solver: {inst} accepts a second successor")
+        solver.pop()
+        if bad:
+            break
     return bad
+
+
+class _Predicates:
+    """The Z3 clauses of P1-P4 (and, for the correct design, every strengthening invariant)
+    compiled, beside the registry's Python predicates they must agree with."""
+
+    def __init__(self, enc: Encoding, invariants: bool):
+        from properties import registry
+        from properties.symbolic import invariants as inv_mod
+        from properties.symbolic.props import CLAUSES, SUPPORTED
+        self.enc = enc
+        S = enc.lay.fresh("0")
+        index = {f"{k}@0": i for i, k in enumerate(enc.lay.keys)}
+        names, terms, self.py = [], [], {}
+        for pid in SUPPORTED:
+            for clause in registry.BY_ID[pid].clauses:
+                names.append(f"{pid} [{clause.name}]")
+                terms.append(CLAUSES[clause.name](S, enc.cfg, enc.design))
+                self.py[names[-1]] = clause.holds
+        names.append("quiescent")
+        terms.append(enc.quiescent(S))
+        if invariants:
+            for inv in inv_mod.INVARIANTS.values():
+                if enc.cfg.mode in inv.modes:
+                    names.append(f"invariant {inv.name}")
+                    terms.append(inv.holds(S, enc.cfg, enc.design))
+        self.names = names
+        self._keep = (S, terms)
+        self.fn = compile_terms(terms, index, "predicates")
+
+    def evaluate(self, v) -> dict:
+        return dict(zip(self.names, self.fn(v)))
+
+    def expected(self, s) -> dict:
+        cfg, d = self.enc.cfg, self.enc.design
+        out = {}
+        for name in self.names:
+            if name == "quiescent":
+                out[name] = model_next.quiescent(s, cfg, d, model_next.successors(s, cfg, d))
+            elif name.startswith("invariant "):
+                out[name] = True
+            else:
+                out[name] = self.py[name](s, cfg, d)
+        return out
+
+
+def compile_predicates(enc: Encoding, invariants: bool) -> _Predicates:
+    return _Predicates(enc, invariants)
 
 
 def _model_step(enc: Encoding, state, inst: Instance, msgs):
@@ -178,7 +291,7 @@ def reachable_states(cfg, design, limit=None, seed=0):
 
 
 def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=None,
-               enc: Encoding | None = None, functional=True, max_mismatches=5,
+               enc: Encoding | None = None, solver_samples=50, max_mismatches=5,
                progress=None) -> CrossCheckResult:
     """Compare the encoding with the model on the explored states (all, or ``limit`` of
     them sampled with ``seed``)."""
@@ -188,7 +301,8 @@ def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=N
     compiled = compiled or compile_encoding(enc)
     states, total = reachable_states(cfg, design, limit, seed)
     keys = lay.keys
-    res = CrossCheckResult(cfg.name, variant, 0, total, 0, 0, 0, 0.0)
+    res = CrossCheckResult(cfg.name, variant, 0, total, 0, 0, 0, 0, 0.0)
+    predicates = compile_predicates(enc, invariants=(variant == "correct"))
     for n, s in enumerate(states):
         if progress and n % 1000 == 0:
             progress(n, len(states))
@@ -200,6 +314,12 @@ def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=N
         v = [values[k] for k in keys]
         msgs = sorted(s.network)
         res.states += 1
+        got = predicates.evaluate(v)
+        want = predicates.expected(s)
+        for name, g in got.items():
+            res.clause_checks += 1
+            if g != want[name]:
+                res.mismatches.append(f"{name} in state #{n}: model {want[name]}, Z3 {g}")
         for c in compiled:
             t = _model_step(enc, s, c.inst, msgs)
             g = c.guard(v)[0]
@@ -219,10 +339,8 @@ def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=N
             if len(res.mismatches) >= max_mismatches:
                 res.seconds = time.perf_counter() - t0
                 return res
-    if functional:
-        bad = prove_functional(enc)
-        res.functional = len(enc.instances) - len(bad)
-        res.mismatches.extend(f"{b}: encoded successor not unique" for b in bad)
+    if solver_samples and not res.mismatches:
+        res.mismatches.extend(solver_check(enc, states, solver_samples, seed, res))
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -160,8 +160,9 @@ def _check_replay(enc: Encoding, steps, decoded, pid, clause):
 
 def _capacity_text(lay: Layout) -> str:
     c = lay.cap
-    return (f"network {c.network} messages, channel queue {c.queue}, ZK events {c.events}, "
-            f"ZK writes {c.writes}, metadata log {c.log}, uncommitted {c.uncommitted}, "
+    mode = (f"metadata log {c.log}, uncommitted records {c.uncommitted}" if lay.kraft else
+            f"ZK events per controller {c.events}, ZK writes {c.writes}")
+    return (f"network {c.network} messages, channel queue {c.queue}, {mode}, "
             f"responses per client {c.responses}")
 
 
@@ -279,7 +280,7 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
         # step: k states satisfying the goal, then one that does not
         step = z3.Solver()
         step.set("timeout", int(timeout_s * 1000))
-        states = [lay.fresh(f"s0")]
+        states = [lay.fresh("s0")]
         for i in range(k):
             step.add(*(f for _, f in goal_terms(states[i])))
             nxt = lay.fresh(f"s{i + 1}")

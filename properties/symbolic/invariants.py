@@ -10,10 +10,11 @@ from typing import Callable, NamedTuple
 import z3
 
 from model import kafka
-from model.config import CONTROLLER, KRAFT, ZK, Design, ModelConfig
-from model.state import (MUTATION_RECORD, NO_NODE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, NO_TIME, REGISTER_CONTROLLER,
-                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE)
-from properties.symbolic.state import And, Sym
+from model.config import CONTROLLER, KRAFT, ZK, ModelConfig
+from model.state import (ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER,
+                         REGISTRATION, REGISTRATION_REQUEST, REPLY_CLIENT, REPLY_ENVELOPE,
+                         REPLY_REGISTRATION)
+from properties.symbolic.state import And, Sym, _cap_of
 
 
 class Invariant(NamedTuple):
@@ -27,7 +28,6 @@ def _seq_lengths(S: Sym, cfg, d):
     parts = []
     for prefix in S.lay.seq_prefixes:
         if prefix + ".len" in S.lay.sorts:
-            from properties.symbolic.state import _cap_of
             parts.append(z3.And(S[prefix + ".len"] >= 0, S[prefix + ".len"] <= _cap_of(S.lay, prefix)))
     return And(*parts)
 
@@ -104,15 +104,6 @@ def _not_controller_at_top_level(S: Sym, cfg, d):
 
 def _registration_controllers(S: Sym, cfg):
     return cfg.controllers() if (cfg.mode == KRAFT and cfg.registration) else ()
-
-
-def _has_item(S: Sym, n: int):
-    return z3.Or(S.node(n, "ch.inflight.present"), S.node(n, "ch.queue.len") > 0)
-
-
-def _pending_rpc_iff_item(S: Sym, cfg, d):
-    return And(*(z3.Implies(S.node(c, "alive"), S.node(c, "pending_rpc") == _has_item(S, c))
-                 for c in _registration_controllers(S, cfg)))
 
 
 def _registered_only_with_registration(S: Sym, cfg, d):
@@ -200,11 +191,6 @@ def _dead_leader_uncommitted_empty(S: Sym, cfg, d):
                       S["q.uncommitted.len"] == 0)
 
 
-def _one_registration_at_a_time(S: Sym, cfg, d):
-    return And(*(z3.If(S.node(c, "ch.inflight.present"), 1, 0) + S.node(c, "ch.queue.len") <= 1
-                 for c in _registration_controllers(S, cfg)))
-
-
 def _registration_items_current(S: Sym, cfg, d):
     return And(*(z3.Implies(used, S[p + ".key"] == S.node(c, "incarnation"))
                  for c in _registration_controllers(S, cfg) for used, p in _items(S, c)))
@@ -239,57 +225,7 @@ def _leader_self_records_current(S: Sym, cfg, d):
     return And(*parts)
 
 
-def _success_response_registered(S: Sym, cfg, d):
-    from properties.symbolic.props import _latest_registration
-    parts = []
-    for c in _registration_controllers(S, cfg):
-        found, inc = _latest_registration(S, c)
-        settled = z3.Or(z3.And(found, inc == S.node(c, "incarnation")),
-                        S.node(c, "replayed") < S["q.log.len"], S.node(c, "send_requested"),
-                        S.node(c, "retry_at") != NO_TIME)
-        for j in range(S.lay.cap.network):
-            m = S.msg(j)
-            parts.append(z3.Implies(
-                z3.And(S[f"net.{j}.present"], m["kind"] == REGISTRATION_RESPONSE,
-                       m["a"] == kafka.NONE, m["dst"] == c, m["b"] == S.node(c, "incarnation"),
-                       S.node(c, "alive")), settled))
-    return And(*parts)
-
-
-def _unregistered_controller_has_work(S: Sym, cfg, d):
-    from properties.symbolic.props import _latest_registration
-    parts = []
-    for c in _registration_controllers(S, cfg):
-        found, inc = _latest_registration(S, c)
-        ok = z3.And(found, inc == S.node(c, "incarnation"))
-        work = z3.Or(S.node(c, "replayed") < S["q.log.len"], S.node(c, "send_requested"),
-                     _has_item(S, c), S.node(c, "retry_at") != NO_TIME)
-        parts.append(z3.Implies(z3.And(S.node(c, "alive"), z3.Not(ok)), work))
-    return And(*parts)
-
-
-def _feature_level_supports_registration(S: Sym, cfg, d):
-    if not _registration_controllers(S, cfg):
-        return z3.BoolVal(True)
-    parts = [S["q.log.len"] >= 1, S["q.log.0.kind"] == FEATURE_LEVEL]
-    for k, used in S.seq_items("q.log"):
-        parts.append(z3.Implies(z3.And(used, S[f"q.log.{k}.kind"] == FEATURE_LEVEL),
-                                S[f"q.log.{k}.a"] >= kafka.MV_3_7_IV0))
-    return And(*parts)
-
-
 INVARIANTS = {i.name: i for i in (
-    Invariant("time-nonnegative",
-              "The clock starts at 0 and only ticks forward, so NO_TIME (-1) never "
-              "collides with a real deadline.", lambda S, cfg, d: S["now"] >= 0),
-    Invariant("timers-nonnegative",
-              "Every backoff timer is NO_TIME or a time (>= 0), and every channel item was "
-              "created at a time: both are set from the clock.",
-              lambda S, cfg, d: And(*(z3.Or(S.node(n, "retry_at") == NO_TIME,
-                                            S.node(n, "retry_at") >= 0)
-                                      for n in range(S.lay.n)),
-                                    *(z3.Implies(used, S[p + ".created"] >= 0)
-                                      for n in range(S.lay.n) for used, p in _items(S, n)))),
     Invariant("sequence-lengths",
               "Every sequence's length is between 0 and its capacity (appends past the "
               "capacity are not taken).", _seq_lengths),
@@ -331,11 +267,6 @@ INVARIANTS = {i.name: i for i in (
     Invariant("not-controller-at-top-level",
               "No EnvelopeResponse in flight carries NOT_CONTROLLER inside: the controller "
               "promotes it to the envelope's own error (F-34).", _not_controller_at_top_level),
-    Invariant("pending-rpc-iff-item",
-              "A live controller has a registration RPC pending exactly when its request is in "
-              "its channel (queued or in flight): the flag is set when the request is queued "
-              "and cleared when the channel gives it up, by a response or a timeout (R-5, R-6).",
-              _pending_rpc_iff_item, ("kraft",)),
     Invariant("registered-only-with-registration",
               "Without controller registration (KIP-919 off), no node ever believes it is "
               "registered.", _registered_only_with_registration, ("kraft",)),
@@ -360,9 +291,6 @@ INVARIANTS = {i.name: i for i in (
     Invariant("dead-leader-uncommitted-empty",
               "A dead leader has no uncommitted records: its crash drops them.",
               _dead_leader_uncommitted_empty, ("kraft",)),
-    Invariant("one-registration-at-a-time",
-              "A controller's channel holds at most one registration: it queues one only with "
-              "no RPC pending (R-4).", _one_registration_at_a_time, ("kraft",)),
     Invariant("registration-items-current",
               "A controller's queued or in-flight registration carries its current "
               "incarnation: a restart empties the channel (R-3).",
@@ -379,24 +307,7 @@ INVARIANTS = {i.name: i for i in (
               "An uncommitted registration of the leader itself carries its current "
               "incarnation: the leader appends only what it received as leader, its own "
               "requests come from its current incarnation, and a crash or an election drops "
-              "the uncommitted records.", _leader_self_records_current, ("kraft",)),
-    Invariant("success-response-registered",
-              "When a successful registration response for its current incarnation is on its "
-              "way to a live controller, the log already registers that incarnation, or the "
-              "controller has records to replay, a queued check or a backoff timer: success "
-              "is sent only after the record is committed (R-17), and replaying its own "
-              "registration queues a check (R-8).", _success_response_registered, ("kraft",)),
-    Invariant("unregistered-controller-has-work",
-              "A live controller whose latest registration in the log is not its current "
-              "incarnation still has work that leads to re-registering: records to replay, a "
-              "queued check, a request in its channel, or a backoff timer (R-2, R-7, R-8).",
-              _unregistered_controller_has_work, ("kraft",)),
-    Invariant("feature-level-supports-registration",
-              "The metadata log starts with its FeatureLevelRecord, and every feature level in "
-              "it supports controller registration (the configuration's metadata.version "
-              "is 3.7-IV0 or later and nothing changes it).",
-              _feature_level_supports_registration, ("kraft",)),
-)}
+              "the uncommitted records.", _leader_self_records_current, ("kraft",)),)}
 
 # Which invariants each property's proof uses, per mode.
 PLAN = {

@@ -15,7 +15,7 @@ import z3
 
 from model import next as model_next
 from model.config import Design, ModelConfig
-from model.next import CLIENT_ARG, MSG_ARG, NODE_ARG, NONE_ARG
+from model.next import MSG_ARG, NONE_ARG
 from model.step import Step
 from properties.symbolic.actions import ENCODINGS
 from properties.symbolic.state import And, Layout, Or, Sym

@@ -8,14 +8,11 @@ explored states, so the two cannot drift apart.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
-
 import z3
 
 from model import kafka
 from model.config import KRAFT, ZK, Design, ModelConfig
-from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS,
-                         REGISTER_CONTROLLER, REGISTRATION)
+from model.state import ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER
 from properties import registry
 from properties.symbolic.state import FALSE, TRUE, And, Eq, If, Not, Or, Sym
 

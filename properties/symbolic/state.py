@@ -32,8 +32,8 @@ from functools import cached_property
 
 import z3
 
-from model.config import BROKER, CONTROLLER, DESCRIBE, KRAFT, ZK, ModelConfig
-from model.state import (NO_NODE, NO_TIME, NO_VERSIONS, Channel, Client, Event, Item, Msg, Node,
+from model.config import DESCRIBE, KRAFT, ModelConfig
+from model.state import (NO_NODE, NO_TIME, Channel, Client, Event, Item, Msg, Node,
                          Quorum, Record, Reply, Response, State, Write, Zk)
 
 # Field lists of the records stored in slots: (field, sort) with sort "i" (Int) or "b" (Bool).
@@ -379,22 +379,37 @@ def _val(x):
 
 TRUE = z3.BoolVal(True)
 FALSE = z3.BoolVal(False)
+_TRUE_ID, _FALSE_ID = TRUE.get_id(), FALSE.get_id()
+
+# Fast tests on terms: the z3 module's is_true/is_int_value make several C calls each, and
+# building the encoding calls them millions of times.  True and False are hash-consed (one
+# AST each), and numerals are IntNumRef objects.
+
+
+def _t(c) -> bool:
+    return c is True or (c is not False and isinstance(c, z3.BoolRef) and c.get_id() == _TRUE_ID)
+
+
+def _f(c) -> bool:
+    return c is False or (c is not True and isinstance(c, z3.BoolRef) and c.get_id() == _FALSE_ID)
+
+
+def _same(a, b) -> bool:
+    return a is b or a.get_id() == b.get_id()
 
 
 def If(c, a, b):
     """``a if c else b`` for a Python or Z3 condition, without building a term when the
     condition is known."""
-    if isinstance(c, bool):
-        return a if c else b
-    if z3.is_true(c):
+    if _t(c):
         return a
-    if z3.is_false(c):
+    if _f(c):
         return b
     if a is b:
         return a
     a = _val(a) if isinstance(a, (bool, int)) else a
     b = _val(b) if isinstance(b, (bool, int)) else b
-    if a.eq(b):
+    if _same(a, b):
         return a
     return z3.If(c, a, b)
 
@@ -402,9 +417,9 @@ def If(c, a, b):
 def And(*cs):
     out = []
     for c in cs:
-        if c is True or (not isinstance(c, bool) and z3.is_true(c)):
+        if _t(c):
             continue
-        if c is False or (not isinstance(c, bool) and z3.is_false(c)):
+        if _f(c):
             return FALSE
         out.append(c)
     if not out:
@@ -415,9 +430,9 @@ def And(*cs):
 def Or(*cs):
     out = []
     for c in cs:
-        if c is False or (not isinstance(c, bool) and z3.is_false(c)):
+        if _f(c):
             continue
-        if c is True or (not isinstance(c, bool) and z3.is_true(c)):
+        if _t(c):
             return TRUE
         out.append(c)
     if not out:
@@ -426,30 +441,28 @@ def Or(*cs):
 
 
 def Not(c):
-    if isinstance(c, bool):
-        return _val(not c)
-    if z3.is_true(c):
+    if _t(c):
         return FALSE
-    if z3.is_false(c):
+    if _f(c):
         return TRUE
     return z3.Not(c)
 
 
 def Eq(a, b):
-    """``a == b`` that folds when both sides are numerals."""
-    if isinstance(a, int) and isinstance(b, int):
+    """``a == b`` that folds when both sides are numerals (or the same term)."""
+    ai, bi = isinstance(a, int), isinstance(b, int)
+    if ai and bi:
         return _val(a == b)
-    if z3.is_expr(a) and z3.is_expr(b) and a.eq(b):
+    an = ai or isinstance(a, z3.IntNumRef)
+    bn = bi or isinstance(b, z3.IntNumRef)
+    if an and bn:
+        return _val((a if ai else a.as_long()) == (b if bi else b.as_long()))
+    if not ai and not bi and _same(a, b):
         return TRUE
-    if isinstance(b, int) and z3.is_int_value(a):
-        return _val(a.as_long() == b)
-    if isinstance(a, int) and z3.is_int_value(b):
-        return _val(b.as_long() == a)
-    if z3.is_int_value(a) and z3.is_int_value(b):
-        return _val(a.as_long() == b.as_long())
-    if z3.is_bool(a) and (z3.is_true(a) or z3.is_false(a)) and z3.is_bool(b) and (
-            z3.is_true(b) or z3.is_false(b)):
-        return _val(z3.is_true(a) == z3.is_true(b))
+    if isinstance(a, z3.BoolRef) and isinstance(b, z3.BoolRef):
+        ta, fa, tb, fb = _t(a), _f(a), _t(b), _f(b)
+        if (ta or fa) and (tb or fb):
+            return _val(ta == tb)
     return a == b
 
 
@@ -490,7 +503,7 @@ class Sym:
         out-of-range index reads the last node, as Python's ``nodes[-1]`` does)."""
         if isinstance(i, int):
             return self.v[f"n{i}.{field}"]
-        if z3.is_int_value(i):
+        if isinstance(i, z3.IntNumRef):
             return self.v[f"n{i.as_long()}.{field}"]
         out = self.v[f"n{self.lay.n - 1}.{field}"]
         for j in range(self.lay.n - 2, -1, -1):
@@ -502,7 +515,7 @@ class Sym:
             return z3.BoolVal(False) if field in ("sent", "forwarded") else z3.IntVal(0)
         if isinstance(c, int):
             return self.v[f"c{c}.{field}"]
-        if z3.is_int_value(c):
+        if isinstance(c, z3.IntNumRef):
             return self.v[f"c{c.as_long()}.{field}"]
         out = self.v[f"c{self.lay.m - 1}.{field}"]
         for j in range(self.lay.m - 2, -1, -1):
@@ -510,7 +523,7 @@ class Sym:
         return out
 
     def set_node(self, i, **fields) -> "Sym":
-        if isinstance(i, int) or z3.is_int_value(i):
+        if isinstance(i, (int, z3.IntNumRef)):
             i = i if isinstance(i, int) else i.as_long()
             return self.set({f"n{i}.{f}": x for f, x in fields.items()})
         upd = {}
@@ -642,20 +655,18 @@ def _fields_of(lay: Layout, prefix: str) -> tuple:
 
 def ite(c, a: Sym, b: Sym) -> Sym:
     """The state ``a if c else b``: one ite per component that differs."""
-    if isinstance(c, bool) or z3.is_true(c) or z3.is_false(c):
-        return a if (c is True or (not isinstance(c, bool) and z3.is_true(c))) else b
+    if _t(c):
+        return a
+    if _f(c):
+        return b
     v = {}
+    bv = b.v
     for k, x in a.v.items():
-        y = b.v[k]
-        v[k] = x if (x is y or x.eq(y)) else z3.If(c, x, y)
-    fits = a.fits if a.fits.eq(b.fits) else z3.If(c, a.fits, b.fits)
+        y = bv[k]
+        v[k] = x if (x is y or x.get_id() == y.get_id()) else z3.If(c, x, y)
+    fits = a.fits if _same(a.fits, b.fits) else z3.If(c, a.fits, b.fits)
     return Sym(a.lay, v, fits)
 
 
-def role_of(cfg: ModelConfig, i: int) -> str:
-    return cfg.nodes[i].role
-
-
 __all__ = ["Capacity", "Layout", "Sym", "ite", "If", "And", "Or", "Not", "Eq", "TRUE", "FALSE",
-           "CapacityExceeded", "BROKER", "CONTROLLER", "ZK", "KRAFT", "NO_NODE", "NO_TIME",
-           "NO_VERSIONS"]
+           "CapacityExceeded"]

@@ -1,0 +1,133 @@
+"""Benchmark of the Z3 engine (properties/symbolic/).
+
+    python -m bench.symbolic [--out bench/results/symbolic.json] [--runs 3] [--quick]
+
+Three sets of targets, each run ``--runs`` times in a fresh process (Z3 keeps state between
+queries; a fresh process per run measures what a user's ``kipcheck prove`` pays, encoding
+build included):
+
+- proofs: ``prove`` (k-induction, k <= 2) for P1-P4 on every tiny configuration, correct
+  design;
+- bmc: ``bmc`` on each seeded variant that breaks P1-P4, to the depth of its counterexample
+  (found, length, time; the counterexample is replayed by the model inside ``bmc``);
+- crosscheck: the encoding against the model on 10,000 sampled states (or all) per tiny
+  configuration.
+
+The JSON has every run, the medians, the machine and the commit.  Timings are measured here,
+never asserted in tests (DESIGN section 9).  The issue's target: each proof under 30 s.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime as _dt
+import json
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.explore import machine_info
+
+OUT = Path(__file__).parent / "results" / "symbolic.json"
+
+
+def _targets(quick: bool) -> list[dict]:
+    from model.config import VARIANTS
+    from model.configs import TINY
+    from properties.symbolic.props import SUPPORTED
+    out = []
+    configs = TINY[:2] if quick else TINY
+    for config in configs:
+        for pid in SUPPORTED:
+            out.append({"kind": "prove", "config": config, "property": pid})
+    for name, v in VARIANTS.items():
+        pids = [p for p in v.breaks if p in SUPPORTED]
+        if v.kind != "seeded" or not pids:
+            continue
+        if quick and v.config not in configs:
+            continue
+        out.append({"kind": "bmc", "config": v.config, "variant": name, "property": pids[0],
+                    "depth": 8})
+    for config in configs:
+        out.append({"kind": "crosscheck", "config": config, "limit": 10000})
+    return out
+
+
+def _run(target: dict) -> dict:
+    """One run of one target (in a fresh worker process)."""
+    from model.config import Design
+    from properties.kafka_spec import get_config, get_design
+    cfg = get_config(target["config"])
+    t0 = time.perf_counter()
+    if target["kind"] == "prove":
+        from properties.symbolic.engine import prove
+        r = prove(cfg, Design(), target["property"], max_k=2)
+        return {"seconds": time.perf_counter() - t0, "status": r.status, "depth": r.depth,
+                "invariants": len(r.invariants), "detail": r.detail}
+    if target["kind"] == "bmc":
+        from properties.symbolic.engine import bmc
+        r = bmc(cfg, get_design(target["variant"]), target["property"], target["depth"],
+                target["variant"])
+        return {"seconds": time.perf_counter() - t0, "found": r.found, "length": len(r.steps),
+                "clause": r.clause}
+    from properties.symbolic.crosscheck import crosscheck
+    r = crosscheck(cfg, Design(), limit=target["limit"], seed=2, solver_samples=200)
+    return {"seconds": time.perf_counter() - t0, "ok": r.ok, "states": r.states,
+            "reachable": r.reachable, "steps": r.steps, "disabled": r.disabled,
+            "solver_checks": r.solver_checks, "clause_checks": r.clause_checks,
+            "mismatches": r.mismatches[:3]}
+
+
+def _name(t: dict) -> str:
+    if t["kind"] == "prove":
+        return f"prove {t['property']} {t['config']}"
+    if t["kind"] == "bmc":
+        return f"bmc {t['property']} {t['config']}[{t['variant']}]"
+    return f"crosscheck {t['config']}"
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="two configurations, one run")
+    args = ap.parse_args(argv)
+    runs = 1 if args.quick else args.runs
+    results = []
+    ctx = multiprocessing.get_context("spawn")
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    for t in _targets(args.quick):
+        samples = []
+        for _ in range(runs):
+            with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+                samples.append(pool.submit(_run, t).result())
+        secs = [s["seconds"] for s in samples]
+        entry = {**t, "name": _name(t), "runs": samples,
+                 "median_seconds": round(statistics.median(secs), 3)}
+        results.append(entry)
+        last = samples[-1]
+        what = (last.get("status") or ("found %d steps" % last["length"] if last.get("found")
+                                       else "not found") if t["kind"] != "crosscheck"
+                else ("ok" if last["ok"] else "MISMATCH"))
+        print(f"{entry['name']:<62} {entry['median_seconds']:7.2f} s  {what}", flush=True)
+        doc = {"benchmark": "symbolic", "started": started, "commit": _commit(),
+               "machine": machine_info(), "runs_per_target": runs, "targets": results}
+        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    slow = [e["name"] for e in results if e["kind"] == "prove" and e["median_seconds"] >= 30]
+    print(f"wrote {args.out}; proofs at or over 30 s: {', '.join(slow) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
