@@ -759,6 +759,16 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     k.add_argument("--json", help="write the results as JSON")
     k.set_defaults(func=cmd_check)
+
+    from kipcheck.lint import cmd_lint_config
+    li = sub.add_parser("lint-config", help="check a broker or controller properties file with "
+                        "Kafka's listener rules (L-0..L-27) and the forwarding security warnings")
+    li.add_argument("file", metavar="FILE.properties")
+    li.add_argument("--role", choices=("broker", "controller"),
+                    help="the role the file is for: without process.roles it is checked as "
+                    "process.roles=ROLE (a broker with zookeeper.connect stays a ZooKeeper-mode "
+                    "broker); with it, ROLE must be one of its roles. Default: from the file")
+    li.set_defaults(func=cmd_lint_config)
     return p
 
 
@@ -782,4 +792,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the kipcheck.cli module, not this __main__ copy: modules that raise
+    # kipcheck.cli.BadInput (kipcheck/lint.py) must meet the main() that catches it
+    from kipcheck.cli import main as _main
+    sys.exit(_main())
