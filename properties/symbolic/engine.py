@@ -204,8 +204,9 @@ def bounds_text(enc: Encoding) -> str:
 
 def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
           max_k: int = 4, enc: Encoding | None = None, timeout_s: float = 120.0,
-          invariants=None) -> ProofResult:
-    """k-induction for ``pid`` strengthened by its invariants, for k = 1..max_k."""
+          invariants=None, clauses=None) -> ProofResult:
+    """k-induction for ``pid`` strengthened by its invariants, for k = 1..max_k.  The goal
+    is the property's proof target (``PROOF_CLAUSES``), or the clauses named in ``clauses``."""
     t0 = time.perf_counter()
     enc = enc or Encoding(cfg, design)
     lay = enc.lay
@@ -213,7 +214,7 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
     names = tuple(i.name for i in invs)
     res = ProofResult(cfg.name, variant, pid, "unknown", 0, 0.0, names, bounds_text(enc))
 
-    only = PROOF_CLAUSES.get(pid)
+    only = PROOF_CLAUSES.get(pid) if clauses is None else tuple(clauses)
 
     def goal_terms(S):
         terms = [(f"{pid} [{name}]", f) for name, f in clause_terms(enc, S, pid, only=only)]

@@ -58,10 +58,14 @@ class Encoding:
 
     def apply(self, S: Sym, inst: Instance):
         """(enabled, successor) of one instance: the guard includes ``fits``."""
-        fn = ENCODINGS[inst.action]
-        en, S2 = fn(S, self.cfg, self.design) if inst.arg is None else \
-            fn(S, self.cfg, self.design, inst.arg)
+        en, S2 = self.apply_unbounded(S, inst)
         return And(en, S2.fits), S2
+
+    def apply_unbounded(self, S: Sym, inst: Instance):
+        """(the model's guard, successor): the guard without the capacity condition."""
+        fn = ENCODINGS[inst.action]
+        return fn(S, self.cfg, self.design) if inst.arg is None else \
+            fn(S, self.cfg, self.design, inst.arg)
 
     def step_of(self, inst: Instance, S_values) -> Step:
         """The model's Step for an instance taken in a state (``S_values(key)`` gives the
@@ -85,12 +89,14 @@ class Encoding:
         return enabled
 
     def quiescent(self, S: Sym):
-        """model.next.quiescent: no progress step is enabled, and the time bound does not
-        hold back a pending deadline."""
+        """model.next.quiescent: no progress step is enabled (by the model's guards: a step
+        that only the capacities hold back still counts), and the time bound does not hold
+        back a pending deadline."""
         from properties.symbolic.actions import time_pending
         parts = []
         for inst in self.instances:
-            en, _ = self.apply(S, inst)
+            # the model's guard: a step only the capacities hold back is still progress
+            en, _ = self.apply_unbounded(S, inst)
             parts.append(self.progress(S, inst, en))
         stuck = And(S["now"] >= self.cfg.max_time, time_pending(S, self.cfg, self.design))
         return z3.And(z3.Not(Or(*parts)), z3.Not(stuck))
