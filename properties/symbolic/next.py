@@ -9,7 +9,6 @@ read back as the model's ``Step``s.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import z3
 
@@ -120,7 +119,3 @@ class Encoding:
                 val = z3.If(act == idx, x, val)
             parts.append(S2[k] == val)
         return z3.And(*parts)
-
-    @cached_property
-    def names(self) -> tuple:
-        return tuple(str(i) for i in self.instances)
