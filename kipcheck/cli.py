@@ -656,9 +656,7 @@ def cmd_prove(args) -> int:
         print(line, file=out, flush=True)
         results.append(doc)
     if args.bmc is None and not args.quiet:
-        from properties.symbolic.engine import bounds_text
-        from properties.symbolic.next import Encoding
-        print(f"bounds: {bounds_text(Encoding(spec.cfg, spec.design))}", file=out)
+        print(f"bounds: {r.bounds}", file=out)         # the same for every property
     files = []
     for i, trace in enumerate(traces):
         name = args.trace_out if (args.trace_out and len(traces) == 1) else \

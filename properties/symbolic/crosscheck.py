@@ -179,9 +179,10 @@ def solver_check(enc: Encoding, states, samples: int, seed: int, res=None) -> li
     for _ in range(samples):
         s = states[rng.randrange(len(states))]
         msgs = sorted(s.network)
-        enabled = [i for i in enc.instances if _model_step(enc, s, i, msgs) is not None]
+        _, by_step = _successors(enc, s)
+        enabled = [i for i in enc.instances if _step_for(i, msgs) in by_step]
         inst = rng.choice(enabled) if enabled and rng.random() < 0.8 else rng.choice(enc.instances)
-        t = _model_step(enc, s, inst, msgs)
+        t = by_step.get(_step_for(inst, msgs))
         vals = lay.values(s)
         solver.push()
         solver.add(*(S0[k] == (z3.BoolVal(vals[k]) if lay.sorts[k] == "b" else z3.IntVal(vals[k]))
@@ -241,12 +242,13 @@ class _Predicates:
     def evaluate(self, v) -> dict:
         return dict(zip(self.names, self.fn(v)))
 
-    def expected(self, s) -> dict:
+    def expected(self, s, succ) -> dict:
+        """The registry's verdicts in model state ``s`` (``succ``: its successors)."""
         cfg, d = self.enc.cfg, self.enc.design
         out = {}
         for name in self.names:
             if name == "quiescent":
-                out[name] = model_next.quiescent(s, cfg, d, model_next.successors(s, cfg, d))
+                out[name] = model_next.quiescent(s, cfg, d, succ)
             elif name.startswith("invariant "):
                 out[name] = True
             else:
@@ -258,16 +260,20 @@ def compile_predicates(enc: Encoding, invariants: bool) -> _Predicates:
     return _Predicates(enc, invariants)
 
 
-def _model_step(enc: Encoding, state, inst: Instance, msgs):
+def _step_for(inst: Instance, msgs):
+    """The model's Step for an instance in a state whose sorted network is ``msgs`` (None:
+    a message instance whose slot is empty)."""
     if inst.kind == model_next.MSG_ARG:
-        if inst.arg >= len(msgs):
-            return None
-        st = Step(inst.action, (tuple(msgs[inst.arg]),))
-    elif inst.kind == model_next.NONE_ARG:
-        st = Step(inst.action, ())
-    else:
-        st = Step(inst.action, (inst.arg,))
-    return model_next.step(state, enc.cfg, enc.design, st)
+        return Step(inst.action, (tuple(msgs[inst.arg]),)) if inst.arg < len(msgs) else None
+    if inst.kind == model_next.NONE_ARG:
+        return Step(inst.action, ())
+    return Step(inst.action, (inst.arg,))
+
+
+def _successors(enc: Encoding, state):
+    """The model's successors of a state, once: (the list, Step -> successor)."""
+    succ = model_next.successors(state, enc.cfg, enc.design)
+    return succ, dict(succ)
 
 
 def reachable_states(cfg, design, limit=None, seed=0):
@@ -313,15 +319,16 @@ def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=N
             break
         v = [values[k] for k in keys]
         msgs = sorted(s.network)
+        succ, by_step = _successors(enc, s)
         res.states += 1
         got = predicates.evaluate(v)
-        want = predicates.expected(s)
+        want = predicates.expected(s, succ)
         for name, g in got.items():
             res.clause_checks += 1
             if g != want[name]:
                 res.mismatches.append(f"{name} in state #{n}: model {want[name]}, Z3 {g}")
         for c in compiled:
-            t = _model_step(enc, s, c.inst, msgs)
+            t = by_step.get(_step_for(c.inst, msgs))
             g = c.guard(v)[0]
             if g != (t is not None):
                 res.mismatches.append(
