@@ -434,28 +434,17 @@ def cmd_configs(args) -> int:
 # check: the main job
 
 
-def _check_one(job):
-    """One exploration for ``check`` (runs in a worker process)."""
-    config, variant, symmetry = job
-    from properties.explore import explore
-    from properties.kafka_spec import KafkaSpec
-    spec = KafkaSpec.named(config, variant)
-    r = explore(spec, symmetry=symmetry)
-    trace = None
-    clause = None
-    if r.violation:
-        clause = spec.clause_violated(r.violating_state)[1]
-        trace = [s.to_json() for s in r.trace]
-    return {"config": config, "variant": variant or "correct", "distinct": r.distinct,
-            "seconds": r.seconds, "violation": r.violation, "clause": clause,
-            "trace": trace, "complete": r.complete,
-            "witnesses_missing": list(r.witnesses_missing)}
+def _table(header, rows, out) -> None:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    print("  ".join(f"{h:<{w}}" for h, w in zip(header, widths)), file=out)
+    for r in rows:
+        print("  ".join(f"{c:<{w}}" for c, w in zip(r, widths)), file=out)
 
 
 def cmd_check(args) -> int:
+    from kipcheck import checkjob
     from model.config import VARIANTS
     from model.configs import CONFIGS, SMALL, TINY
-    from properties.registry import PROPERTIES
     if args.configs == "tiny":
         configs = list(TINY)
     elif args.configs == "small":
@@ -468,90 +457,80 @@ def cmd_check(args) -> int:
         if unknown:
             raise BadInput(f"unknown configuration {unknown[0]!r}; configurations: "
                            f"{', '.join(CONFIGS)}")
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    bad = [e for e in engines if e not in checkjob.ENGINES]
+    if bad or not engines:
+        raise BadInput(f"--engines: {', '.join(bad) or 'nothing given'} is not an engine; "
+                       f"engines: {', '.join(checkjob.ENGINES)}")
+    if args.jobs < 1:
+        raise BadInput("--jobs must be at least 1")
+    why_not = checkjob.available_engines()
+    runnable = [e for e in engines if not why_not[e]]
     variants = [v for v in VARIANTS.values() if v.config in configs]
-    jobs = [(c, None, args.symmetry) for c in configs] + \
-           [(c, v.name, args.symmetry) for v in variants for c in configs]
+    seed = args.seed
+    jobs = checkjob.plan(configs, variants, runnable, symmetry=args.symmetry, seed=seed)
     t0 = time.perf_counter()
     results = []
     workers = max(1, min(args.jobs, len(jobs)))
-    print(f"kipcheck check: {len(configs)} configurations x (correct design + "
-          f"{len(variants)} variants) = {len(jobs)} explorations on {workers} processes",
+    print(f"kipcheck check: {len(configs)} configurations, engines "
+          f"{', '.join(runnable)}; {len(jobs)} jobs on {workers} processes; seed {seed}",
           file=sys.stderr)
+    for e in engines:
+        if why_not[e]:
+            print(f"  engine {e} not run: {why_not[e]}", file=sys.stderr)
     if workers == 1:
-        mapper = map(_check_one, jobs)
+        mapper = map(checkjob.run_job, jobs)
         executor = None
     else:
         executor = ProcessPoolExecutor(max_workers=workers)
-        mapper = executor.map(_check_one, jobs)
+        mapper = executor.map(checkjob.run_job, jobs)
     try:
         for i, res in enumerate(mapper, 1):
             results.append(res)
-            print(f"  [{i}/{len(jobs)}] {res['config']} [{res['variant']}]: "
-                  f"{res['distinct']:,} states, {res['seconds']:.1f} s, "
-                  f"{res['violation'] or 'no violation'}", file=sys.stderr)
+            what = res.get("violation") or res.get("status") or res.get("divergence") \
+                or "no violation"
+            label = res["engine"] + (f" {res['property']}" if res.get("property") else "")
+            print(f"  [{i}/{len(jobs)}] {label} {res['config']} [{res['variant']}]: "
+                  f"{res['seconds']:.1f} s, {what}", file=sys.stderr)
     finally:
         if executor:
-            executor.shutdown()
-    by = {(r["config"], r["variant"]): r for r in results}
-    out = sys.stdout
-    failures = []
-    # table 1: property x configuration, correct design
-    print("\nCorrect design: property x configuration", file=out)
-    colw = max(12, *(len(c) for c in configs))
-    print(f"{'':<28}" + "".join(f"{c:>{colw + 2}}" for c in configs), file=out)
-    for p in PROPERTIES:
-        row = f"{p.id + ' ' + p.name:<28}"
-        for c in configs:
-            r = by[(c, "correct")]
-            row += f"{('VIOLATED' if r['violation'] == p.id else 'holds'):>{colw + 2}}"
-        print(row, file=out)
-    row_states = f"{'states':<28}" + "".join(
-        f"{by[(c, 'correct')]['distinct']:>{colw + 2},}" for c in configs)
-    row_time = f"{'time (s)':<28}" + "".join(
-        f"{by[(c, 'correct')]['seconds']:>{colw + 2}.2f}" for c in configs)
-    row_wit = f"{'witnesses reached':<28}" + "".join(
-        f"{str(len(CONFIGS[c].witnesses) - len(by[(c, 'correct')]['witnesses_missing'])) + '/' + str(len(CONFIGS[c].witnesses)):>{colw + 2}}"
-        for c in configs)
-    print(row_states, file=out)
-    print(row_time, file=out)
-    print(row_wit, file=out)
-    for c in configs:
-        r = by[(c, "correct")]
-        if r["violation"]:
-            failures.append(f"correct design violates {r['violation']} on {c}")
-        if r["witnesses_missing"]:
-            failures.append(f"witnesses unreached on {c}: {', '.join(r['witnesses_missing'])}")
-    # table 2: variant x configuration
-    print("\nDesign variants: property violated per configuration (shortest trace length)",
-          file=out)
-    namew = max(len(v.name) for v in variants) if variants else 10
-    print(f"{'variant':<{namew}}  {'must break':<10}" + "".join(f"{c:>{colw + 2}}" for c in configs)
-          + "  caught", file=out)
-    for v in variants:
-        row = f"{v.name:<{namew}}  {'/'.join(v.breaks):<10}"
-        caught = False
-        for c in configs:
-            r = by[(c, v.name)]
-            cell = f"{r['violation']} ({len(r['trace'])})" if r["violation"] else "-"
-            row += f"{cell:>{colw + 2}}"
-            if r["violation"] in v.breaks and c == v.config:
-                caught = True
-        row += "  yes" if caught else "  NO"
-        print(row, file=out)
-        if not caught:
-            failures.append(f"variant {v.name} not caught on {v.config}")
+            executor.shutdown(cancel_futures=True)
+    rows, failures, per_config, per_variant = checkjob.summarize(
+        results, configs, variants, engines, why_not)
     total = time.perf_counter() - t0
-    print(f"\n{len(jobs)} explorations in {total:.1f} s", file=out)
+    out = sys.stdout
+    print("\nProperty x engine (correct design; cells: verdict over the configurations)",
+          file=out)
+    _table(["property"] + list(checkjob.ENGINES), rows, out)
+    if per_config:
+        print("\nCorrect design per configuration (explorer)", file=out)
+        _table(["configuration", "states", "time (s)", "witnesses", "violation"], per_config,
+               out)
+    if per_variant:
+        print("\nDesign variants: property violated per configuration (shortest trace length)",
+              file=out)
+        _table(["variant", "must break"] + configs + ["caught"], per_variant, out)
+    print(f"\n{len(jobs)} jobs in {total:.1f} s", file=out)
+    if args.out:
+        rep = checkjob.build_report(results, configs, variants, engines, why_not, rows,
+                                    per_config, per_variant, failures, total)
+        try:
+            paths = rep.write(args.out)
+            print(f"report: {paths['html']} and {paths['markdown']}", file=out)
+        except OSError as e:
+            print(f"kipcheck: cannot write the report to {args.out}: {e.strerror}",
+                  file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(json.dumps({"configs": configs, "results": results,
+        Path(args.json).write_text(json.dumps({"configs": configs, "engines": engines,
+                                               "seed": seed, "results": results,
                                                "failures": failures, "seconds": total},
                                               indent=1) + "\n")
         print(f"results written to {args.json}", file=out)
     if failures:
         print("FAILED: " + "; ".join(failures), file=out)
         return EXIT_VIOLATION
-    print("OK: the correct design holds and reaches every witness; every variant is caught",
-          file=out)
+    print("OK: the correct design holds under every engine and reaches every witness; every "
+          "variant is caught", file=out)
     return EXIT_OK
 
 
@@ -754,7 +733,14 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--configs", default="tiny",
                    help="tiny (default), small, all, or a comma-separated list of names")
     k.add_argument("--symmetry", action="store_true")
+    k.add_argument("--engines", default=",".join(("explore", "stateful", "prove", "conform")),
+                   help="comma-separated: explore, stateful, prove, conform (default: all)")
+    k.add_argument("--seed", type=_seed_arg, default=0,
+                   help="seed of the stateful and conformance runs (default 0)")
     k.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    k.add_argument("--out", default="kipcheck-report",
+                   help="directory for report.md, report.html and plots (default "
+                   "kipcheck-report; '' for none)")
     k.add_argument("--json", help="write the results as JSON")
     k.set_defaults(func=cmd_check)
 

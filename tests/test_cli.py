@@ -139,13 +139,39 @@ def test_listings_name_everything(capsys):
 def test_check_on_one_configuration(capsys, tmp_path):
     report = tmp_path / "check.json"
     code, out, _ = run(["check", "--configs", "zk-envelope-security", "--jobs", "1",
-                        "--json", str(report)], capsys)
+                        "--engines", "explore", "--out", "", "--json", str(report)], capsys)
     assert code == 0, out
     assert "OK: the correct design holds" in out
     for v in ("envelope-any-listener", "authorize-as-forwarder", "leak-envelope-error"):
         assert v in out
     data = json.loads(report.read_text())
     assert not data["failures"] and len(data["results"]) == 4
+
+
+def test_check_runs_every_engine_and_writes_the_report(capsys, tmp_path):
+    """The main job: one table of property x engine, and report.md/report.html whose plots
+    exist and are non-empty SVG."""
+    code, out, _ = run(["check", "--configs", "zk-envelope-security", "--jobs", "2",
+                        "--out", str(tmp_path / "rep")], capsys)
+    assert code == 0, out
+    header = next(line for line in out.splitlines() if line.startswith("property"))
+    for engine in ("explore", "stateful", "prove", "conform"):
+        assert engine in header
+    p1 = next(line for line in out.splitlines() if line.startswith("P1 "))
+    assert "holds (1/1)" in p1 and "proved (1/1)" in p1
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "Property x engine" in html
+    imgs = [part.split('"')[0] for part in html.split('<img src="')[1:]]
+    assert imgs, "the report has no plots"
+    for src in imgs:
+        svg = (tmp_path / "rep" / src).read_text()
+        assert svg.startswith("<svg") and "<polyline" in svg or "<rect" in svg
+    assert "plots/" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_check_rejects_an_unknown_engine(capsys):
+    code, _, err = run(["check", "--engines", "explore,tlc"], capsys)
+    assert code == 2 and "tlc" in err and "explore" in err
 
 
 def test_console_entry_point_runs():
