@@ -1,0 +1,553 @@
+"""The KRaft metadata quorum and the active controller's write path (``QuorumController``).
+
+What the model abstracts in one record (``model.state.Quorum``) is here with Kafka's detail:
+
+- ``RaftQuorum``: the Raft leader id and leader epoch, the committed metadata log, the leader's
+  uncommitted appends (lost when a new leader is elected: they were never committed, so Raft
+  truncates them away), ``commit()``, the one-step election ``elect(controller_id)`` (epoch + 1),
+  and per-node replay cursors with the ``MetadataImage`` each node builds by replaying the log
+  (features, controller registrations by id -- last writer wins, R-18 --, topics, configs, ACLs).
+- ``QuorumController``: one controller process.  As the active controller it turns a mutation
+  (CreateTopics, IncrementalAlterConfigs, CreateAcls) or a ``ControllerRegistrationRequest``
+  into metadata records and answers only once they are committed (R-17); an inactive one answers
+  NOT_CONTROLLER (R-13).
+
+Records are ``MetadataRecord``: the record type's name as in Kafka's metadata schemas
+(``FeatureLevelRecord``, ``RegisterControllerRecord``, ``TopicRecord``, ``ConfigRecord``,
+``AccessControlEntryRecord``) and its fields keyed by the schemas' names.  A
+RegisterControllerRecord is encoded with ``impl.protocol``'s copy of Kafka's schema when it is
+generated, so a value Kafka could not serialize (a port outside uint16, a null host) fails the
+registration the way Kafka's does (R-14, R-5).
+
+The steps mirror ``model/actions.py`` one to one: ``QuorumController.controller_accepts_mutation``
+(its KRaft branch), ``controller_handles_registration``, ``controller_commits_records``,
+``controller_becomes_leader``, and ``RaftQuorum.node_replays_record``.  Sans I/O: replies are
+returned as ``ControllerReply`` values, the caller sends them.
+"""
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from impl.context import RequestContext
+from impl.protocol import ProtocolError, encode
+from impl.protocol.principal import KafkaPrincipal
+
+# --------------------------------------------------------------------------------------------
+# Kafka's numbers
+
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+NOT_CONTROLLER = 41
+
+# Errors.java default messages (R-16: registration error responses carry these, not the
+# exception text).
+DEFAULT_MESSAGES = {
+    UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
+    CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    UNSUPPORTED_VERSION: "The version of API is not supported.",
+    NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+}
+
+CREATE_TOPICS = 19
+CREATE_ACLS = 30
+INCREMENTAL_ALTER_CONFIGS = 44
+CONTROLLER_REGISTRATION = 70
+MUTATION_APIS = (CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, CREATE_ACLS)
+
+METADATA_VERSION = "metadata.version"
+MINIMUM_KRAFT_VERSION = 1        # 3.0-IV1 (R-1)
+MV_3_7_IV0 = 15                  # controller registration, controller DescribeCluster (R-1, D-1)
+LATEST_PRODUCTION_MV = 21        # 3.9-IV0, the highest production level of the reference snapshot
+
+NO_LEADER = -1
+TOPIC_RESOURCE = 2               # ConfigResource.Type.TOPIC
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+# AclOperation codes, and what ``AclAuthorizer``/``StandardAuthorizer`` treat as implied:
+# an ALLOW of READ, WRITE, DELETE or ALTER implies DESCRIBE; ALTER_CONFIGS implies
+# DESCRIBE_CONFIGS; ALL implies everything.
+ACL_OPERATION_CODES = {"ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
+                       "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10,
+                       "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
+_IMPLIED_BY = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"},
+               "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
+# AclEntry.supportedOperations(CLUSTER): the bits DescribeCluster can report (D-3.3).
+CLUSTER_OPERATIONS = ("CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                      "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE")
+
+
+class ClusterAuthorizer:
+    """ACLs on the CLUSTER resource: which principal (``"User:alice"``) may do which operation.
+    Enough for the checks of this module and ``describe_cluster`` (CLUSTER_ACTION for
+    registration R-12, ALTER and DESCRIBE for DescribeCluster D-1/D-3)."""
+
+    def __init__(self, grants: Mapping[str, Iterable[str]]):
+        self.grants = {principal: frozenset(ops) for principal, ops in grants.items()}
+
+    def authorize(self, principal: KafkaPrincipal, operation: str) -> bool:
+        allowed = self.grants.get(str(principal), frozenset())
+        return ("ALL" in allowed or operation in allowed
+                or bool(allowed & _IMPLIED_BY.get(operation, set())))
+
+    def authorized_operations(self, principal: KafkaPrincipal) -> int:
+        """``Utils.to32BitField`` of the cluster operations the principal may do (D-3.3)."""
+        bits = 0
+        for op in CLUSTER_OPERATIONS:
+            if self.authorize(principal, op):
+                bits |= 1 << ACL_OPERATION_CODES[op]
+        return bits
+
+
+# --------------------------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """One metadata record: its type name (Kafka's ``MetadataRecordType``) and fields."""
+    name: str
+    data: Mapping[str, Any]
+    version: int = 0
+
+
+def feature_level_record(feature: str, level: int) -> MetadataRecord:
+    return MetadataRecord("FeatureLevelRecord", {"Name": feature, "FeatureLevel": level})
+
+
+def register_controller_record(request: Mapping[str, Any],
+                               copy_zk_migration_ready: bool = False) -> MetadataRecord:
+    """R-14: ``ClusterControlManager.registerController`` copies ControllerId, IncarnationId,
+    the listeners as EndPoints (a map keyed by name: a repeated name keeps its first position
+    and the last value, R-15) and the features; ZkMigrationReady is copied in 3.7-3.9 and
+    ``false`` on trunk.  An unknown security protocol id or an endpoint Kafka cannot serialize
+    is a RuntimeException, i.e. UNKNOWN_SERVER_ERROR (raised here as ``ProtocolError(-1)``)."""
+    endpoints: dict[str, dict] = {}
+    for listener in request.get("Listeners", ()):
+        if listener["SecurityProtocol"] not in SECURITY_PROTOCOL_IDS.values():
+            raise ProtocolError(UNKNOWN_SERVER_ERROR,
+                                f"Unknown security protocol id {listener['SecurityProtocol']}")
+        endpoints[listener["Name"]] = {"Name": listener["Name"], "Host": listener["Host"],
+                                       "Port": listener["Port"],
+                                       "SecurityProtocol": listener["SecurityProtocol"]}
+    features: dict[str, dict] = {}
+    for feature in request.get("Features", ()):
+        features[feature["Name"]] = dict(feature)
+    data = {"ControllerId": request["ControllerId"], "IncarnationId": request["IncarnationId"],
+            "ZkMigrationReady": bool(request.get("ZkMigrationReady")) and copy_zk_migration_ready,
+            "EndPoints": list(endpoints.values()), "Features": list(features.values())}
+    encode("RegisterControllerRecord", data, 0)     # raises ProtocolError(-1) if unserializable
+    return MetadataRecord("RegisterControllerRecord", data)
+
+
+def _uuid(rng: random.Random) -> uuid.UUID:
+    return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+def mutation_records(api_key: int, body: Mapping[str, Any],
+                     rng: random.Random) -> tuple[tuple[MetadataRecord, ...], dict]:
+    """The records a mutation becomes, and what its success response needs (topic ids).
+
+    CreateTopics: a TopicRecord with a fresh topic id and a ConfigRecord per config; replica
+    placement (PartitionRecords) is out of scope.  IncrementalAlterConfigs: a ConfigRecord per
+    SET/APPEND/SUBTRACT (Value) or DELETE (Value null).  CreateAcls: an AccessControlEntryRecord
+    per creation with a fresh ACL id.  ``validateOnly`` requests produce no records."""
+    records: list[MetadataRecord] = []
+    extra: dict = {}
+    if api_key == CREATE_TOPICS:
+        topic_ids = {}
+        for topic in body.get("Topics", ()):
+            topic_ids[topic["Name"]] = _uuid(rng)
+            if body.get("validateOnly"):
+                continue
+            records.append(MetadataRecord("TopicRecord", {"Name": topic["Name"],
+                                                          "TopicId": topic_ids[topic["Name"]]}))
+            for cfg in topic.get("Configs", ()):
+                records.append(MetadataRecord("ConfigRecord", {
+                    "ResourceType": TOPIC_RESOURCE, "ResourceName": topic["Name"],
+                    "Name": cfg["Name"], "Value": cfg["Value"]}))
+        extra["topic_ids"] = topic_ids
+    elif api_key == INCREMENTAL_ALTER_CONFIGS:
+        if not body.get("ValidateOnly"):
+            for resource in body.get("Resources", ()):
+                for cfg in resource.get("Configs", ()):
+                    value = None if cfg["ConfigOperation"] == 1 else cfg["Value"]   # 1 = DELETE
+                    records.append(MetadataRecord("ConfigRecord", {
+                        "ResourceType": resource["ResourceType"],
+                        "ResourceName": resource["ResourceName"],
+                        "Name": cfg["Name"], "Value": value}))
+    elif api_key == CREATE_ACLS:
+        for creation in body.get("Creations", ()):
+            records.append(MetadataRecord("AccessControlEntryRecord", {
+                "Id": _uuid(rng), "ResourceType": creation["ResourceType"],
+                "ResourceName": creation["ResourceName"],
+                "PatternType": creation.get("ResourcePatternType", 3),
+                "Principal": creation["Principal"], "Host": creation["Host"],
+                "Operation": creation["Operation"], "PermissionType": creation["PermissionType"]}))
+    else:
+        raise ValueError(f"api key {api_key} is not a mutation this controller handles")
+    return tuple(records), extra
+
+
+def mutation_response(api_key: int, body: Mapping[str, Any], error_code: int,
+                      error_message: str | None = None, extra: Mapping | None = None) -> dict:
+    """The response body of a mutation with one error code for every item (the controller's
+    answer is all-or-nothing for one write event)."""
+    message = error_message if error_code else None
+    if api_key == CREATE_TOPICS:
+        ids = (extra or {}).get("topic_ids", {})
+        topics = []
+        for topic in body.get("Topics", ()):
+            item = {"Name": topic["Name"], "ErrorCode": error_code, "ErrorMessage": message}
+            if not error_code and topic["Name"] in ids:
+                item["TopicId"] = ids[topic["Name"]]
+            topics.append(item)
+        return {"ThrottleTimeMs": 0, "Topics": topics}
+    if api_key == INCREMENTAL_ALTER_CONFIGS:
+        return {"ThrottleTimeMs": 0, "Responses": [
+            {"ErrorCode": error_code, "ErrorMessage": message,
+             "ResourceType": r["ResourceType"], "ResourceName": r["ResourceName"]}
+            for r in body.get("Resources", ())]}
+    if api_key == CREATE_ACLS:
+        return {"ThrottleTimeMs": 0, "Results": [
+            {"ErrorCode": error_code, "ErrorMessage": message}
+            for _ in body.get("Creations", ())]}
+    if api_key == CONTROLLER_REGISTRATION:
+        # R-16: the default message of the code, null on success.
+        return {"ThrottleTimeMs": 0, "ErrorCode": error_code,
+                "ErrorMessage": DEFAULT_MESSAGES.get(error_code) if error_code else None}
+    raise ValueError(f"no response builder for api key {api_key}")
+
+
+# --------------------------------------------------------------------------------------------
+# the log, the image, replay
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    offset: int
+    leader_epoch: int           # the epoch of the leader that appended it
+    writer: int                 # that leader's node id (-1: the bootstrap checkpoint)
+    record: MetadataRecord
+
+
+@dataclass
+class MetadataImage:
+    """What replaying the log up to a cursor gives (``MetadataImage``)."""
+    features: dict = field(default_factory=dict)          # name -> level
+    controllers: dict = field(default_factory=dict)       # id -> RegisterControllerRecord data
+    topics: dict = field(default_factory=dict)            # name -> topic id
+    configs: dict = field(default_factory=dict)           # (type, name) -> {config: value}
+    acls: dict = field(default_factory=dict)              # acl id -> record data
+
+    @property
+    def metadata_version(self) -> int:
+        return self.features.get(METADATA_VERSION, MINIMUM_KRAFT_VERSION)
+
+
+@dataclass(frozen=True)
+class MetadataDelta:
+    """What one replay step changed, as ``MetadataDelta`` tells the publishers (R-8): whether the
+    features changed, and which controller ids' registrations changed."""
+    records: tuple
+    features_changed: bool
+    changed_controllers: frozenset
+
+    @classmethod
+    def of(cls, records: Iterable[MetadataRecord]) -> "MetadataDelta":
+        records = tuple(records)
+        return cls(records, any(r.name == "FeatureLevelRecord" for r in records),
+                   frozenset(r.data["ControllerId"] for r in records
+                             if r.name == "RegisterControllerRecord"))
+
+
+def apply_record(image: MetadataImage, record: MetadataRecord) -> None:
+    """Replay one record into an image; every kind is last writer wins."""
+    data = record.data
+    if record.name == "FeatureLevelRecord":
+        image.features[data["Name"]] = data["FeatureLevel"]
+    elif record.name == "RegisterControllerRecord":
+        # R-18: put-overwrite by controller id, no incarnation check.
+        image.controllers[data["ControllerId"]] = data
+    elif record.name == "TopicRecord":
+        image.topics[data["Name"]] = data["TopicId"]
+    elif record.name == "ConfigRecord":
+        configs = image.configs.setdefault((data["ResourceType"], data["ResourceName"]), {})
+        if data["Value"] is None:
+            configs.pop(data["Name"], None)
+        else:
+            configs[data["Name"]] = data["Value"]
+    elif record.name == "AccessControlEntryRecord":
+        image.acls[data["Id"]] = data
+    else:
+        raise ValueError(f"unknown metadata record type {record.name}")
+
+
+@dataclass
+class PendingWrite:
+    """Records the leader appended and who waits for their commit (R-17)."""
+    entries: tuple              # tuple[LogEntry]
+    leader: int
+    waiter: object = None       # the caller's reference; None: nobody waits
+    api_key: int = -1
+    request: Mapping = field(default_factory=dict)
+    extra: Mapping = field(default_factory=dict)
+
+
+class NotControllerError(Exception):
+    """``NotControllerException`` with Kafka's message (R-13)."""
+
+    def __init__(self, leader_id: int):
+        super().__init__(f"The active controller appears to be node {leader_id}."
+                         if leader_id != NO_LEADER else "No controller appears to be active.")
+        self.code = NOT_CONTROLLER
+
+
+class RaftQuorum:
+    """The Raft quorum as the model abstracts it: a leader and epoch, a committed log, the
+    leader's uncommitted appends, and a replay cursor and image per node."""
+
+    def __init__(self, voters: Iterable[int], metadata_version: int = MV_3_7_IV0,
+                 leader_id: int = NO_LEADER, bootstrap_records: Iterable[MetadataRecord] = ()):
+        self.voters = tuple(voters)
+        self.leader_id = leader_id
+        self.leader_epoch = 0 if leader_id == NO_LEADER else 1
+        # The bootstrap checkpoint: metadata.version first (model: initial_state).
+        self.log: list[LogEntry] = []
+        for record in (feature_level_record(METADATA_VERSION, metadata_version),
+                       *bootstrap_records):
+            self.log.append(LogEntry(len(self.log), self.leader_epoch, leader_id, record))
+        self.uncommitted: list[PendingWrite] = []
+        self._cursors: dict[int, int] = {}
+        self._images: dict[int, MetadataImage] = {}
+
+    # -- the leader's writes -----------------------------------------------------------------
+
+    def next_offset(self) -> int:
+        return len(self.log) + sum(len(w.entries) for w in self.uncommitted)
+
+    def append(self, writer: int, records: Iterable[MetadataRecord], **pending) -> PendingWrite:
+        """The leader appends records (not yet committed).  Only the leader of the current
+        epoch may append: anybody else is a NotControllerError (R-13)."""
+        if writer != self.leader_id:
+            raise NotControllerError(self.leader_id)
+        offset = self.next_offset()
+        entries = tuple(LogEntry(offset + i, self.leader_epoch, writer, r)
+                        for i, r in enumerate(records))
+        write = PendingWrite(entries, writer, **pending)
+        self.uncommitted.append(write)
+        return write
+
+    def commit(self) -> list[PendingWrite]:
+        """Everything the leader appended becomes committed, in order."""
+        done, self.uncommitted = self.uncommitted, []
+        for write in done:
+            self.log.extend(write.entries)
+        return done
+
+    def elect(self, controller_id: int) -> list[PendingWrite]:
+        """One-step election: ``controller_id`` leads with epoch + 1.  The old leader's
+        uncommitted appends are lost (Raft truncates them); they are returned so the old leader
+        can fail their waiters."""
+        if controller_id not in self.voters:
+            raise ValueError(f"{controller_id} is not a voter")
+        lost, self.uncommitted = self.uncommitted, []
+        self.leader_id, self.leader_epoch = controller_id, self.leader_epoch + 1
+        return lost
+
+    def drop_uncommitted(self) -> list[PendingWrite]:
+        """The leader's process died: what it had not committed is gone with it."""
+        lost, self.uncommitted = self.uncommitted, []
+        return lost
+
+    # -- replay --------------------------------------------------------------------------------
+
+    def replayed_offset(self, node_id: int) -> int:
+        return self._cursors.get(node_id, 0)
+
+    def image(self, node_id: int) -> MetadataImage:
+        return self._images.setdefault(node_id, MetadataImage())
+
+    def node_replays_record(self, node_id: int) -> MetadataDelta | None:
+        """``node_replays_record``: the node replays the next committed record (each node at
+        its own pace); None when it has replayed everything."""
+        cursor = self.replayed_offset(node_id)
+        if cursor >= len(self.log):
+            return None
+        record = self.log[cursor].record
+        apply_record(self.image(node_id), record)
+        self._cursors[node_id] = cursor + 1
+        return MetadataDelta.of((record,))
+
+    def catch_up(self, node_id: int, upto: int | None = None) -> MetadataDelta:
+        """Replay everything committed (or up to ``upto``) at once, as one delta."""
+        upto = len(self.log) if upto is None else upto
+        cursor = self.replayed_offset(node_id)
+        records = [e.record for e in self.log[cursor:upto]]
+        for record in records:
+            apply_record(self.image(node_id), record)
+        self._cursors[node_id] = max(cursor, upto)
+        return MetadataDelta.of(records)
+
+    def image_delta(self, node_id: int) -> MetadataDelta:
+        """The delta from the empty image to what the node has replayed: what a restarted
+        process's publishers see first when it loads its log from disk."""
+        return MetadataDelta.of(e.record for e in self.log[:self.replayed_offset(node_id)])
+
+    def metadata_version(self, node_id: int | None = None) -> int:
+        """metadata.version of the committed log, or of the prefix ``node_id`` replayed."""
+        upto = len(self.log) if node_id is None else self.replayed_offset(node_id)
+        level = MINIMUM_KRAFT_VERSION
+        for entry in self.log[:upto]:
+            if entry.record.name == "FeatureLevelRecord" and \
+                    entry.record.data["Name"] == METADATA_VERSION:
+                level = entry.record.data["FeatureLevel"]
+        return level
+
+    def registrations(self) -> dict[int, Mapping]:
+        """Controller registrations of the whole committed log, last writer wins (R-18)."""
+        out: dict[int, Mapping] = {}
+        for entry in self.log:
+            if entry.record.name == "RegisterControllerRecord":
+                out[entry.record.data["ControllerId"]] = entry.record.data
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# the controller
+
+
+@dataclass(frozen=True)
+class ControllerReply:
+    """A response a controller sends: to ``waiter`` (the caller's reference), from ``source``."""
+    waiter: object
+    source: int
+    api_key: int
+    error_code: int
+    body: dict
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    replies: tuple              # tuple[ControllerReply]: the waiting requests, answered now
+    leader_deltas: tuple        # tuple[MetadataDelta]: what the leader's publishers see
+
+
+class QuorumController:
+    """One KRaft controller process (``QuorumController`` + ``ControllerApis``)."""
+
+    def __init__(self, node_id: int, quorum: RaftQuorum, authorizer: ClusterAuthorizer,
+                 rng: random.Random, copy_zk_migration_ready: bool = False):
+        self.node_id = node_id
+        self.quorum = quorum
+        self.authorizer = authorizer
+        self.rng = rng
+        self.copy_zk_migration_ready = copy_zk_migration_ready
+
+    @property
+    def is_active(self) -> bool:
+        return self.quorum.leader_id == self.node_id
+
+    def _not_controller(self, waiter, api_key: int, body: Mapping) -> ControllerReply:
+        message = str(NotControllerError(self.quorum.leader_id))
+        return ControllerReply(waiter, self.node_id, api_key, NOT_CONTROLLER,
+                               mutation_response(api_key, body, NOT_CONTROLLER, message))
+
+    def controller_accepts_mutation(self, api_key: int, body: Mapping,
+                                    waiter: object = None) -> ControllerReply | None:
+        """The KRaft branch of ``_controller_accepts_mutation``: the request was authorized
+        (as the client's principal) by the caller.  Not the active controller: the write event
+        fails with NotControllerException now (R-13, F-28).  Otherwise the records are
+        appended and the reply waits for the commit (R-17): None is returned."""
+        if not self.is_active:
+            return self._not_controller(waiter, api_key, body)
+        records, extra = mutation_records(api_key, body, self.rng)
+        self.quorum.append(self.node_id, records, waiter=waiter, api_key=api_key,
+                           request=body, extra=extra)
+        return None
+
+    def _write_metadata_version(self) -> int:
+        """metadata.version as the active controller's FeatureControlManager sees it: the
+        committed log plus its own uncommitted FeatureLevelRecords."""
+        level = self.quorum.metadata_version()
+        for write in self.quorum.uncommitted:
+            for entry in write.entries:
+                if entry.record.name == "FeatureLevelRecord" and \
+                        entry.record.data["Name"] == METADATA_VERSION:
+                    level = entry.record.data["FeatureLevel"]
+        return level
+
+    def controller_handles_registration(self, context: RequestContext, body: Mapping,
+                                        waiter: object = None) -> ControllerReply | None:
+        """``ControllerApis.handleControllerRegistration`` then
+        ``QuorumController.registerController``, checks in Kafka's order:
+
+        - R-12: CLUSTER_ACTION on CLUSTER, else CLUSTER_AUTHORIZATION_FAILED (31);
+        - R-13: the active controller, else NOT_CONTROLLER (41);
+        - R-14: metadata.version >= 3.7-IV0, else UNSUPPORTED_VERSION (35); an unknown security
+          protocol or unserializable endpoint is UNKNOWN_SERVER_ERROR (-1);
+        - then exactly one RegisterControllerRecord, no incarnation or voter check (R-15),
+          answered after the commit (R-17).  Error messages are the codes' defaults (R-16)."""
+        def error(code: int) -> ControllerReply:
+            return ControllerReply(waiter, self.node_id, CONTROLLER_REGISTRATION, code,
+                                   mutation_response(CONTROLLER_REGISTRATION, body, code))
+        if not self.authorizer.authorize(context.principal, "CLUSTER_ACTION"):
+            return error(CLUSTER_AUTHORIZATION_FAILED)
+        if not self.is_active:
+            return error(NOT_CONTROLLER)
+        if self._write_metadata_version() < MV_3_7_IV0:
+            return error(UNSUPPORTED_VERSION)
+        try:
+            record = register_controller_record(body, self.copy_zk_migration_ready)
+        except ProtocolError:
+            return error(UNKNOWN_SERVER_ERROR)
+        self.quorum.append(self.node_id, (record,), waiter=waiter,
+                           api_key=CONTROLLER_REGISTRATION, request=body)
+        return None
+
+    def controller_commits_records(self) -> CommitResult | None:
+        """The leader commits what it appended and answers the waiting requests now (R-17).
+        Not enabled (None) unless this node leads and has something uncommitted.  The leader
+        applied the records when it generated them, so its replay cursor moves along if it was
+        caught up; Kafka also publishes them to its own publishers (its registration manager),
+        returned as ``leader_deltas``."""
+        q = self.quorum
+        if not self.is_active or not q.uncommitted:
+            return None
+        caught_up = q.replayed_offset(self.node_id) == len(q.log)
+        done = q.commit()
+        deltas = []
+        if caught_up:
+            for write in done:
+                if write.entries:
+                    deltas.append(q.catch_up(self.node_id, write.entries[-1].offset + 1))
+        replies = tuple(
+            ControllerReply(w.waiter, self.node_id, w.api_key, NONE,
+                            mutation_response(w.api_key, w.request, NONE, extra=w.extra))
+            for w in done if w.waiter is not None)
+        return CommitResult(replies, tuple(deltas))
+
+    def controller_becomes_leader(self, old_leader_alive: bool = True) -> list[ControllerReply] | None:
+        """``controller_becomes_leader``: this controller leads with epoch + 1 (None if it
+        already leads).  The old leader's uncommitted records are lost; if its process is alive
+        it fails their waiting requests with NOT_CONTROLLER."""
+        q = self.quorum
+        if self.is_active:
+            return None
+        old = q.leader_id
+        lost = q.elect(self.node_id)
+        if old == NO_LEADER or not old_leader_alive:
+            return []
+        message = str(NotControllerError(self.node_id))
+        replies = []
+        for w in lost:
+            if w.waiter is None:
+                continue
+            replies.append(ControllerReply(w.waiter, old, w.api_key, NOT_CONTROLLER,
+                                           mutation_response(w.api_key, w.request,
+                                                             NOT_CONTROLLER, message)))
+        return replies

@@ -1,0 +1,787 @@
+"""The ZK-mode controller: election, the event queue and single-writer fencing (rules Z-1..Z-7).
+
+What ``KafkaController`` and ``KafkaZkClient`` do (``kafka-behaviour.md`` section 4), on the
+in-memory ensemble of ``impl/zk.py``, sans I/O:
+
+- ``KafkaZkClient``: the znodes Kafka uses and how it writes them.  Election
+  (``register_controller_and_increment_controller_epoch``, Z-1): read ``/controller_epoch``
+  (create it with epoch 0 if absent), then one multi = create the ephemeral ``/controller``
+  ``{"version":1,"brokerid":N,"timestamp":"ms"}`` + set ``/controller_epoch`` to epoch+1 on the
+  zkVersion just read.  Controller writes (``retry_requests_until_connected`` with an expected
+  epoch zkVersion, Z-2): every request becomes a multi ``[CheckOp(/controller_epoch, v), op]``;
+  a BADVERSION on the check is ``ControllerMovedException``.  Non-controller config writes
+  (``set_or_create_entity_configs``, Z-5): only ``CheckOp(/controller, its zkVersion)``, and an
+  ephemeral ``/controller`` is never modified, so its zkVersion is 0 whoever holds it: the guard
+  means "some controller exists", last writer wins.  KRaft takeover during migration
+  (``try_register_kraft_controller_as_active``, Z-6).
+- ``ZkBroker``: one ZK-mode broker's ``KafkaController`` and the controller id in its metadata
+  cache.  Each protocol step of the model (``model/actions.py``) is one method, so a simulator
+  can interleave them: ``elect`` (broker_elects_controller), ``accept_mutation``
+  (_controller_accepts_mutation, ZK branch), ``process_event`` (controller_processes_event),
+  ``handle_session_expiry`` (broker_handles_session_expiry), ``learn_controller``
+  (broker_learns_controller), ``write_zk_directly`` (_broker_writes_zk).  ZooKeeper's own fault,
+  zk_expires_session, is ``ZooKeeper.expire_session``; ``ZkCluster`` offers all of them under the
+  model's names.
+- The zombie window (Z-3, Z-7, KAFKA-6082): ZooKeeper expires a controller's session, its
+  ``/controller`` vanishes, but the controller keeps ``isActive`` until its event thread
+  handles the expiry.  Meanwhile Kafka's ``ZooKeeperClient`` has already replaced the expired
+  session by a new one (``reinitialize``, on its own thread), so a write the zombie makes goes
+  through -- unless the CheckOp on the epoch zkVersion it won at election rejects it.
+  ``check_epoch_zk_version=False`` removes that CheckOp: a deliberately injected bug.
+
+Every durable write carries a ``ZkWrite(request tag, writer broker id, writer's epoch)`` as the
+tag of its ZooKeeper transaction; ``zk_writes(zk)`` lists them in commit order (the model's
+observation ``writes``).
+"""
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
+from impl.zk import (MATCH_ANY_VERSION, CheckOp, Code, CreateMode, CreateOp, DeleteOp,
+                     EventType, KeeperException, KeeperState, Op, OpResult, SetDataOp, Stat,
+                     WatchedEvent, ZooKeeper)
+
+# Errors.java codes this module answers with (reference section 5)
+STALE_CONTROLLER_EPOCH = 11     # ControllerMovedException
+NOT_CONTROLLER = 41
+
+# kafka.zk.ZkData and KafkaController constants
+CONTROLLER_PATH = "/controller"
+CONTROLLER_EPOCH_PATH = "/controller_epoch"
+INITIAL_CONTROLLER_EPOCH = 1                # KafkaController.InitialControllerEpoch
+INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0     # KafkaController.InitialControllerEpochZkVersion
+DEFAULT_SESSION_TIMEOUT_MS = 18000          # zookeeper.session.timeout.ms
+CONFIG_CHANGES_PATH = "/config/changes"
+CONFIG_CHANGE_PREFIX = "/config/changes/config_change_"
+CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")     # ConfigType.all
+# ZkData.PersistentZkPaths, created by every broker at start-up (createTopLevelPaths)
+PERSISTENT_ZK_PATHS = ("/consumers", "/brokers/ids", "/brokers/topics", CONFIG_CHANGES_PATH,
+                       "/admin/delete_topics", "/brokers/seqid", "/isr_change_notification",
+                       "/latest_producer_id_block", "/log_dir_event_notification") + tuple(
+                           f"/config/{t}" for t in CONFIG_TYPES)
+ACL_PATH = "/kafka-acl"                     # ZkAclStore for LITERAL patterns
+ACL_CHANGES_PATH = "/kafka-acl-changes"     # LiteralAclChangeStore
+ACL_CHANGE_PREFIX = "/kafka-acl-changes/acl_changes_"
+ACL_RESOURCE_TYPES = ("Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User")
+
+
+def _json(obj) -> bytes:
+    """Jackson's compact form, as Kafka's ``Json.encodeAsBytes`` writes it."""
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def encode_controller(broker_id: int, timestamp_ms: int,
+                      kraft_controller_epoch: int = -1) -> bytes:
+    """``ControllerZNode.encode``: version 2 only when a KRaft controller registers (Z-6)."""
+    if kraft_controller_epoch > 0:
+        return _json({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
+                      "kraftControllerEpoch": kraft_controller_epoch})
+    return _json({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    """``ControllerEpochZNode.encode``: the epoch as decimal text."""
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes) -> int:
+    return int(data.decode())
+
+
+class ControllerRegistration(NamedTuple):
+    """``/controller`` as read (``ZKControllerRegistration``)."""
+    controller_id: int
+    kraft_epoch: int | None     # set when a KRaft controller holds it (migration, Z-6)
+    zk_version: int
+
+
+def decode_controller(data: bytes, zk_version: int) -> ControllerRegistration:
+    js = json.loads(data)
+    kraft = js.get("kraftControllerEpoch")
+    return ControllerRegistration(int(js["brokerid"]), None if kraft is None else int(kraft),
+                                  zk_version)
+
+
+class ControllerMovedException(Exception):
+    """``org.apache.kafka.common.errors.ControllerMovedException``:
+    ``Errors.forException`` gives STALE_CONTROLLER_EPOCH (11)."""
+    error_code = STALE_CONTROLLER_EPOCH
+
+
+class ZkWrite(NamedTuple):
+    """Who made a durable write and under which controller epoch (-1: not as a controller)."""
+    request_tag: object
+    writer: int
+    writer_epoch: int
+
+
+def zk_writes(zk: ZooKeeper) -> tuple:
+    """The durable mutation writes in commit order, as ``(tag, writer, writer_epoch)``."""
+    return tuple(tuple(t.tag) for t in zk.txn_log if isinstance(t.tag, ZkWrite))
+
+
+@dataclass(frozen=True)
+class ZkMutation:
+    """A config or ACL change to be written to ZooKeeper for one client request: the entity
+    znode and its content, plus the change notification that tells every broker to reload it
+    (a sequential znode, ``/config/changes/config_change_`` or
+    ``/kafka-acl-changes/acl_changes_``)."""
+    tag: object
+    path: str
+    data: bytes
+    notification_prefix: str
+    notification_data: bytes
+
+
+def config_mutation(tag: object, entity_type: str, entity_name: str,
+                    configs: dict) -> ZkMutation:
+    """IncrementalAlterConfigs/AlterConfigs of one entity (``AdminZkClient.changeConfigs``):
+    ``/config/<type>/<name>`` = ``{"version":1,"config":{...}}`` (``ConfigEntityZNode``), the
+    notification ``{"version":2,"entity_path":"<type>/<name>"}``."""
+    if entity_type not in CONFIG_TYPES:
+        raise ValueError(f"unknown config entity type {entity_type!r}")
+    return ZkMutation(tag, f"/config/{entity_type}/{entity_name}",
+                      _json({"version": 1, "config": dict(configs)}), CONFIG_CHANGE_PREFIX,
+                      _json({"version": 2, "entity_path": f"{entity_type}/{entity_name}"}))
+
+
+def acl_mutation(tag: object, resource_type: str, resource_name: str,
+                 acls: Sequence[dict]) -> ZkMutation:
+    """CreateAcls on one LITERAL resource: ``/kafka-acl/<Type>/<name>`` =
+    ``{"version":1,"acls":[{"principal","permissionType","operation","host"}...]}``
+    (``AclEntry``), the notification ``<Type>:<name>`` (``LiteralAclChangeStore``)."""
+    if resource_type not in ACL_RESOURCE_TYPES:
+        raise ValueError(f"unknown resource type {resource_type!r}")
+    entries = [{"principal": a["principal"], "permissionType": a.get("permissionType", "Allow"),
+                "operation": a["operation"], "host": a.get("host", "*")} for a in acls]
+    return ZkMutation(tag, f"{ACL_PATH}/{resource_type}/{resource_name}",
+                      _json({"version": 1, "acls": entries}), ACL_CHANGE_PREFIX,
+                      f"{resource_type}:{resource_name}".encode())
+
+
+# --------------------------------------------------------------------------------------------
+
+# Kafka retries until connected, forever; a simulated fault injector that never reconnects
+# would hang, so the in-memory client gives up (raising the last error) after this many tries.
+_MAX_RETRIES = 8
+
+
+class KafkaZkClient:
+    """``ZooKeeperClient`` + ``KafkaZkClient`` of one broker process: its session and the
+    reads and writes Kafka makes.
+
+    Session handling as ``ZooKeeperClient``: when a request finds the session expired, the
+    client opens a new session and retries the request on it (``reinitialize`` then
+    ``retryRequestsUntilConnected``); the expiry stays *unhandled* (``expiry_unhandled``)
+    until the owner -- the controller's event thread -- processes it.  Watch events the
+    session receives are collected into ``inbox``."""
+
+    def __init__(self, zk: ZooKeeper, *,
+                 session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> None:
+        self.zk = zk
+        self.session_timeout_ms = session_timeout_ms
+        self.session_id: int | None = None
+        self.inbox: list[WatchedEvent] = []
+        self._expiry_unhandled = False
+        self._last_sent_ms = 0
+
+    # ---- session -------------------------------------------------------------------------
+
+    def connect(self, now_ms: int) -> int:
+        """A new ``ZooKeeper`` handle with a fresh session (process start)."""
+        self.session_id = self.zk.create_session(self.session_timeout_ms, now_ms)
+        self.inbox = []
+        self._expiry_unhandled = False
+        self._last_sent_ms = now_ms
+        return self.session_id
+
+    def reinitialize(self, now_ms: int) -> int:
+        """``ZooKeeperClient.reinitialize`` after ``Expired``: keep what the old session was
+        told (its ``Expired`` notice), open a new session.  The owner still has to handle the
+        expiry (``beforeInitializingSession`` only queued it)."""
+        self.collect_events()
+        self._expiry_unhandled = True
+        self.session_id = self.zk.create_session(self.session_timeout_ms, now_ms)
+        self._last_sent_ms = now_ms
+        return self.session_id
+
+    def collect_events(self) -> list[WatchedEvent]:
+        """Move the session's queued events into ``inbox``; an ``Expired`` state marks the
+        expiry unhandled.  Returns the inbox."""
+        if self.session_id is not None:
+            for event in self.zk.poll_events(self.session_id):
+                if event.type == EventType.NONE and event.state == KeeperState.EXPIRED:
+                    self._expiry_unhandled = True
+                self.inbox.append(event)
+        return self.inbox
+
+    @property
+    def expiry_unhandled(self) -> bool:
+        """ZooKeeper expired this process's session and its owner has not handled it yet."""
+        self.collect_events()
+        return self._expiry_unhandled
+
+    def expiry_handled(self, now_ms: int) -> None:
+        """The owner handled the expiry: make sure a live session exists
+        (``afterInitializingSession``)."""
+        self.collect_events()
+        if not self.zk.is_session_alive(self.session_id):
+            self.session_id = self.zk.create_session(self.session_timeout_ms, now_ms)
+            self._last_sent_ms = now_ms
+        self.inbox = [e for e in self.inbox if e.type != EventType.NONE]
+        self._expiry_unhandled = False
+
+    def maybe_ping(self, now_ms: int) -> bool:
+        """The client pings when idle for a third of the session timeout (half its read
+        timeout of 2/3 timeout, ``ClientCnxn.SendThread``).  True if it pinged."""
+        if now_ms - self._last_sent_ms < self.zk.session_timeout_ms(self.session_id) // 3:
+            return False
+        self._last_sent_ms = now_ms
+        return self.zk.touch_session(self.session_id, now_ms)
+
+    def _call(self, fn, now_ms: int):
+        """Run ``fn(session_id)`` as ``retryRequestsUntilConnected`` does: CONNECTIONLOSS is
+        retried (the request may or may not have been applied -- callers such as Z-1 must
+        recognise their own earlier write); SESSIONEXPIRED re-initializes the session and
+        retries on the new one."""
+        self._last_sent_ms = now_ms
+        for _ in range(_MAX_RETRIES):
+            try:
+                return fn(self.session_id)
+            except KeeperException as e:
+                if e.code == Code.SESSIONEXPIRED:
+                    self.reinitialize(now_ms)
+                elif e.code != Code.CONNECTIONLOSS:
+                    raise
+        return fn(self.session_id)
+
+    # ---- plain reads and writes ------------------------------------------------------------
+
+    def get_data(self, path: str, now_ms: int, watch: bool = False) -> tuple[bytes, Stat] | None:
+        try:
+            return self._call(lambda s: self.zk.get_data(s, path, watch=watch, now_ms=now_ms),
+                              now_ms)
+        except KeeperException as e:
+            if e.code == Code.NONODE:
+                return None
+            raise
+
+    def exists(self, path: str, now_ms: int, watch: bool = False) -> Stat | None:
+        return self._call(lambda s: self.zk.exists(s, path, watch=watch, now_ms=now_ms), now_ms)
+
+    def create_recursive(self, path: str, now_ms: int, data: bytes = b"",
+                         throw_if_path_exists: bool = True) -> None:
+        """``createRecursive``: create the parents as needed."""
+        try:
+            self._call(lambda s: self.zk.create(s, path, data, now_ms=now_ms), now_ms)
+            return
+        except KeeperException as e:
+            if e.code == Code.NODEEXISTS:
+                if throw_if_path_exists:
+                    raise
+                return
+            if e.code != Code.NONODE:
+                raise
+        parent = path.rsplit("/", 1)[0]
+        self.create_recursive(parent, now_ms, b"", throw_if_path_exists=False)
+        self.create_recursive(path, now_ms, data, throw_if_path_exists)
+
+    def create_top_level_paths(self, now_ms: int) -> None:
+        """``createTopLevelPaths`` at broker start-up, and the ACL store paths
+        (``createAclPaths``, done by ``AclAuthorizer.configure``)."""
+        for path in PERSISTENT_ZK_PATHS:
+            self.create_recursive(path, now_ms, throw_if_path_exists=False)
+        for t in ACL_RESOURCE_TYPES:
+            self.create_recursive(f"{ACL_PATH}/{t}", now_ms, throw_if_path_exists=False)
+        self.create_recursive(ACL_CHANGES_PATH, now_ms, throw_if_path_exists=False)
+
+    # ---- controller znodes ---------------------------------------------------------------
+
+    def get_controller_registration(self, now_ms: int,
+                                    watch: bool = False) -> ControllerRegistration | None:
+        """Read ``/controller``; with ``watch`` an existence/data watch is left either way
+        (``registerZNodeChangeHandlerAndCheckExistence``)."""
+        if watch and self.exists(CONTROLLER_PATH, now_ms, watch=True) is None:
+            return None
+        got = self.get_data(CONTROLLER_PATH, now_ms)
+        return None if got is None else decode_controller(got[0], got[1].version)
+
+    def get_controller_id(self, now_ms: int, watch: bool = False) -> int | None:
+        reg = self.get_controller_registration(now_ms, watch)
+        return None if reg is None else reg.controller_id
+
+    def get_controller_epoch(self, now_ms: int) -> tuple[int, Stat] | None:
+        got = self.get_data(CONTROLLER_EPOCH_PATH, now_ms)
+        return None if got is None else (decode_controller_epoch(got[0]), got[1])
+
+    def register_controller_and_increment_controller_epoch(
+            self, controller_id: int, now_ms: int) -> tuple[int, int]:
+        """Z-1 (``registerControllerAndIncrementControllerEpoch``): returns the new
+        ``(epoch, epochZkVersion)`` or raises ``ControllerMovedException``."""
+        # maybeCreateControllerEpochZNode: epoch InitialControllerEpoch - 1 if absent
+        try:
+            self._call(lambda s: self.zk.create(
+                s, CONTROLLER_EPOCH_PATH, encode_controller_epoch(INITIAL_CONTROLLER_EPOCH - 1),
+                now_ms=now_ms), now_ms)
+        except KeeperException as e:
+            if e.code != Code.NODEEXISTS:
+                raise
+        cur_epoch, cur_stat = self.get_controller_epoch(now_ms)
+        new_epoch = cur_epoch + 1
+        ops = [CreateOp(CONTROLLER_PATH, encode_controller(controller_id, now_ms),
+                        CreateMode.EPHEMERAL),
+               SetDataOp(CONTROLLER_EPOCH_PATH, encode_controller_epoch(new_epoch),
+                         cur_stat.version)]
+        try:
+            results = self._call(lambda s: self.zk.multi(s, ops, now_ms=now_ms), now_ms)
+            return new_epoch, results[1].stat.version
+        except KeeperException as e:
+            if e.code not in (Code.NODEEXISTS, Code.BADVERSION):
+                raise
+        # Our own earlier attempt may have gone through (a retry after a connection loss):
+        # success iff /controller holds us and the epoch is the one we meant to write.
+        reg = self.get_controller_registration(now_ms)
+        got = self.get_controller_epoch(now_ms)
+        if reg is not None and reg.controller_id == controller_id and got and got[0] == new_epoch:
+            return new_epoch, got[1].version
+        raise ControllerMovedException(
+            "Controller moved to another broker. Aborting controller startup procedure")
+
+    def retry_request_until_connected(self, op: Op, expected_controller_epoch_zk_version: int,
+                                      now_ms: int, tag: object = None) -> OpResult:
+        """Z-2 (``retryRequestsUntilConnected(requests, expectedControllerEpochZkVersion)``):
+        MatchAnyVersion (-1) sends ``op`` as is; a version >= 0 wraps it in a multi after
+        ``CheckOp(/controller_epoch, version)``, and a failed check is
+        ``ControllerMovedException``.  The op's own failure comes back as its result code."""
+        v = expected_controller_epoch_zk_version
+        if v < MATCH_ANY_VERSION:
+            raise ValueError(f"Expected controller epoch zkVersion {v} should be non-negative "
+                             f"or equal to {MATCH_ANY_VERSION}")
+        ops = [op] if v == MATCH_ANY_VERSION else [CheckOp(CONTROLLER_EPOCH_PATH, v), op]
+        try:
+            results = self._call(lambda s: self.zk.multi(s, ops, now_ms=now_ms, tag=tag), now_ms)
+        except KeeperException as e:
+            if e.results is None or len(ops) == 1:
+                return OpResult(e.results[0].op if e.results else "?", e.code)
+            check, result = e.results
+            if check.code == Code.BADVERSION:
+                raise ControllerMovedException(
+                    f"Controller epoch zkVersion check fails. Expected zkVersion = {v}") from None
+            if check.code != Code.OK:
+                raise KeeperException(check.code, CONTROLLER_EPOCH_PATH) from None
+            return result
+        return results[-1]
+
+    def write_entity(self, mutation: ZkMutation, expected_controller_epoch_zk_version: int,
+                     now_ms: int, tag: object = None) -> None:
+        """A controller write of a mutation (Z-2): set the entity znode, or create it if
+        absent, then create its change notification -- each request behind the CheckOp.
+        Raises ``ControllerMovedException`` (fenced) or ``KeeperException``."""
+        v = expected_controller_epoch_zk_version
+        result = self.retry_request_until_connected(SetDataOp(mutation.path, mutation.data), v,
+                                                    now_ms, tag)
+        if result.code == Code.NONODE:
+            result = self.retry_request_until_connected(CreateOp(mutation.path, mutation.data),
+                                                        v, now_ms, tag)
+        if result.code != Code.OK:
+            raise KeeperException(result.code, mutation.path)
+        result = self.retry_request_until_connected(
+            CreateOp(mutation.notification_prefix, mutation.notification_data,
+                     CreateMode.PERSISTENT_SEQUENTIAL), v, now_ms)
+        if result.code != Code.OK:
+            raise KeeperException(result.code, mutation.notification_prefix)
+
+    def set_or_create_entity_configs(self, mutation: ZkMutation, now_ms: int,
+                                     tag: object = None,
+                                     registration: ControllerRegistration | None = None) -> None:
+        """Z-5 (``setOrCreateEntityConfigs``, the write path of a broker that is not the
+        controller): needs a ``/controller``; the write is a multi after
+        ``CheckOp(/controller, its zkVersion)``.  ``registration`` is the ``/controller`` read
+        (read now if not given).  Then the change notification, unguarded."""
+        reg = registration if registration is not None else self.get_controller_registration(now_ms)
+        if reg is None:
+            raise ControllerMovedException(
+                f"Cannot set entity configs for {mutation.path} when there is no controller.")
+        if reg.kraft_epoch is not None and reg.kraft_epoch > 0:
+            raise ControllerMovedException(
+                f"Cannot set entity configs for {mutation.path} directly when there is a "
+                f"KRaft controller.")
+        guard = CheckOp(CONTROLLER_PATH, reg.zk_version)
+        for op in (SetDataOp(mutation.path, mutation.data), CreateOp(mutation.path, mutation.data)):
+            try:
+                self._call(lambda s: self.zk.multi(s, [guard, op], now_ms=now_ms, tag=tag), now_ms)
+                break
+            except KeeperException as e:
+                if e.results is None:
+                    raise
+                check, result = e.results
+                if check.code != Code.OK:
+                    raise ControllerMovedException(
+                        f"Controller moved while setting entity configs for {mutation.path}"
+                    ) from None
+                if not (isinstance(op, SetDataOp) and result.code == Code.NONODE):
+                    raise KeeperException(result.code, mutation.path) from None
+        self._call(lambda s: self.zk.create(s, mutation.notification_prefix,
+                                            mutation.notification_data,
+                                            mode=CreateMode.PERSISTENT_SEQUENTIAL,
+                                            now_ms=now_ms), now_ms)
+
+    def delete_controller(self, expected_controller_epoch_zk_version: int, now_ms: int) -> None:
+        """``deleteController`` (``triggerControllerMove``, Z-3): delete ``/controller``
+        behind the epoch CheckOp."""
+        result = self.retry_request_until_connected(DeleteOp(CONTROLLER_PATH),
+                                                    expected_controller_epoch_zk_version, now_ms)
+        if result.code not in (Code.OK, Code.NONODE):
+            raise KeeperException(result.code, CONTROLLER_PATH)
+
+    def try_register_kraft_controller_as_active(self, kraft_controller_id: int,
+                                                kraft_controller_epoch: int,
+                                                now_ms: int) -> tuple[int, int] | None:
+        """Z-6 (``tryRegisterKRaftControllerAsActiveController``, migration): refuse if
+        ``/controller`` holds a KRaft epoch >= ours; else one multi = CAS ``/controller_epoch``
+        + delete the old ``/controller`` at its zkVersion + create a *persistent*
+        ``/controller``.  ``(epoch, epochZkVersion)``, or None if the multi lost a race."""
+        reg = self.get_controller_registration(now_ms)
+        if (reg is not None and reg.kraft_epoch is not None
+                and reg.kraft_epoch >= kraft_controller_epoch):
+            raise ControllerMovedException(
+                f"Cannot register KRaft controller {kraft_controller_id} with epoch "
+                f"{kraft_controller_epoch} as the current controller register in ZK has the same "
+                f"or newer epoch {reg.kraft_epoch}.")
+        cur = self.get_controller_epoch(now_ms)
+        if cur is None:
+            raise RuntimeError(f"Cannot register KRaft controller {kraft_controller_id} as the "
+                               f"active controller since there is no ZK controller epoch present.")
+        new_epoch = cur[0] + 1
+        ops: list[Op] = [SetDataOp(CONTROLLER_EPOCH_PATH, encode_controller_epoch(new_epoch),
+                                   cur[1].version)]
+        if reg is not None:
+            ops.append(DeleteOp(CONTROLLER_PATH, reg.zk_version))
+        ops.append(CreateOp(CONTROLLER_PATH, encode_controller(
+            kraft_controller_id, now_ms, kraft_controller_epoch), CreateMode.PERSISTENT))
+        try:
+            results = self._call(lambda s: self.zk.multi(s, ops, now_ms=now_ms), now_ms)
+        except KeeperException as e:
+            if e.code in (Code.BADVERSION, Code.NONODE, Code.NODEEXISTS):
+                return None
+            raise
+        return new_epoch, results[0].stat.version
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MutationResult:
+    """The answer to a request whose mutation the controller processed: NONE (0),
+    NOT_CONTROLLER (41) or UNKNOWN_SERVER_ERROR (-1), for the waiting request ``tag``."""
+    tag: object
+    error_code: int
+    message: str = ""
+
+
+class ZkBroker:
+    """One ZK-mode broker: its ``KafkaController`` (election, event queue, resignation) and
+    the controller id in its metadata cache (``known_controller``, what
+    ``MetadataCacheControllerNodeProvider`` reads, F-15).
+
+    ``is_active`` is ``KafkaController.isActive`` (the receiving side's F-3/F-26 checks read
+    it).  ``epoch``/``epoch_zk_version`` are the controller epoch and the ``/controller_epoch``
+    zkVersion won at election (-1 when not the controller)."""
+
+    def __init__(self, broker_id: int, zk: ZooKeeper, *, check_epoch_zk_version: bool = True,
+                 session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS, now_ms: int = 0,
+                 start: bool = True) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.check_epoch_zk_version = check_epoch_zk_version
+        self.zk_client = KafkaZkClient(zk, session_timeout_ms=session_timeout_ms)
+        self.alive = False
+        self.incarnation = -1
+        self._reset()
+        if start:
+            self.startup(now_ms)
+
+    def _reset(self) -> None:
+        self.active_controller_id = -1          # KafkaController.activeControllerId
+        self.epoch = -1
+        self.epoch_zk_version = -1
+        self.known_controller = -1              # metadata cache
+        self.events: deque[ZkMutation] = deque()    # ControllerEventManager's queue
+        self.latest_controller_epoch = INITIAL_CONTROLLER_EPOCH - 1   # ReplicaManager (Z-4)
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def startup(self, now_ms: int) -> None:
+        """A process run starts: a new ZooKeeper session, the top-level paths, the watch on
+        ``/controller``.  It does not elect yet and its metadata cache knows no controller
+        until it learns one (``learn_controller``)."""
+        self._reset()
+        self.alive = True
+        self.incarnation += 1
+        self.zk_client.connect(now_ms)
+        self.zk_client.create_top_level_paths(now_ms)
+        self._watch_controller(now_ms)
+
+    def crash(self) -> None:
+        """The process dies.  Its ZooKeeper session lives on until ZooKeeper expires it."""
+        self.alive = False
+        self._reset()
+
+    @property
+    def is_active(self) -> bool:
+        return self.alive and self.active_controller_id == self.broker_id
+
+    @property
+    def session_id(self) -> int | None:
+        return self.zk_client.session_id
+
+    @property
+    def session_expired(self) -> bool:
+        """ZooKeeper expired the session and this broker has not handled it yet (the model's
+        ``session_expired``: a controller in this state is a zombie)."""
+        return self.zk_client.expiry_unhandled
+
+    def _watch_controller(self, now_ms: int) -> int:
+        """The ``ControllerChangeHandler`` runs: the ``/controller`` events so far are dealt
+        with, and ``/controller`` is read again leaving a new one-shot watch.  -1: none."""
+        self.zk_client.inbox = [e for e in self.zk_client.collect_events()
+                                if e.path != CONTROLLER_PATH]
+        current = self.zk_client.get_controller_id(now_ms, watch=True)
+        return -1 if current is None else current
+
+    def pending_controller_events(self) -> list[WatchedEvent]:
+        """Watch events on ``/controller`` not yet acted upon (the late news)."""
+        return [e for e in self.zk_client.collect_events() if e.path == CONTROLLER_PATH]
+
+    # ---- Z-1 election --------------------------------------------------------------------
+
+    def elect(self, now_ms: int) -> bool | None:
+        """``KafkaController.elect`` (model: broker_elects_controller).  None when it does not
+        try: dead, expiry unhandled, already active, or a ``/controller`` exists (Kafka then
+        just records ``activeControllerId`` and returns).  True once elected; False if the
+        multi lost (ControllerMovedException -> maybeResign)."""
+        if not self.alive or self.session_expired or self.is_active:
+            return None
+        current = self.zk_client.get_controller_id(now_ms)
+        if current is not None:
+            return None
+        try:
+            epoch, zk_version = self.zk_client.register_controller_and_increment_controller_epoch(
+                self.broker_id, now_ms)
+        except ControllerMovedException:
+            self.maybe_resign(now_ms)
+            return False
+        self.active_controller_id = self.broker_id
+        self.epoch, self.epoch_zk_version = epoch, zk_version
+        self.known_controller = self.broker_id      # its own UpdateMetadata reaches it first
+        self.latest_controller_epoch = max(self.latest_controller_epoch, epoch)
+        self._watch_controller(now_ms)      # its own NodeCreated: nothing to do
+        return True
+
+    # ---- Z-2/Z-3 the event queue ---------------------------------------------------------
+
+    def accept_mutation(self, mutation: ZkMutation) -> None:
+        """The controller queues the mutation as an event; it is written when the event runs
+        (model: _controller_accepts_mutation, ZK branch).  The caller has made the F-3/F-26
+        checks; nothing is answered yet."""
+        self.events.append(mutation)
+
+    def process_event(self, now_ms: int) -> MutationResult | None:
+        """Run the next queued event (model: controller_processes_event).  Not active ->
+        NOT_CONTROLLER.  Active -> write behind ``CheckOp(/controller_epoch,
+        epoch_zk_version)`` (Z-2); BADVERSION -> ControllerMovedException -> ``maybe_resign``
+        and NOT_CONTROLLER (Z-3).  None when dead or the queue is empty."""
+        if not self.alive or not self.events:
+            return None
+        mutation = self.events.popleft()
+        if not self.is_active:
+            return MutationResult(mutation.tag, NOT_CONTROLLER,
+                                  "This is not the correct controller for this cluster.")
+        expected = self.epoch_zk_version if self.check_epoch_zk_version else MATCH_ANY_VERSION
+        try:
+            self.zk_client.write_entity(mutation, expected, now_ms,
+                                        tag=ZkWrite(mutation.tag, self.broker_id, self.epoch))
+        except ControllerMovedException as e:
+            self.maybe_resign(now_ms)
+            return MutationResult(mutation.tag, NOT_CONTROLLER, str(e))
+        except KeeperException as e:
+            return MutationResult(mutation.tag, UNKNOWN_SERVER_ERROR, str(e))
+        return MutationResult(mutation.tag, NONE)
+
+    def maybe_resign(self, now_ms: int) -> None:
+        """``maybeResign`` (Z-3): re-read ``/controller`` (leaving the watch); resign if this
+        broker was active and no longer is."""
+        was_active = self.is_active
+        self.active_controller_id = self._watch_controller(now_ms)
+        if was_active and not self.is_active:
+            self.on_controller_resignation()
+
+    def on_controller_resignation(self) -> None:
+        """``onControllerResignation``: forget the controller context (epoch included)."""
+        if self.active_controller_id == self.broker_id:
+            self.active_controller_id = -1
+        self.epoch = -1
+        self.epoch_zk_version = -1
+
+    def trigger_controller_move(self, now_ms: int) -> None:
+        """``triggerControllerMove`` (Z-3): resign and delete ``/controller`` behind the epoch
+        CheckOp, so another broker can win."""
+        if not self.is_active:
+            return
+        expected = self.epoch_zk_version
+        self.on_controller_resignation()
+        try:
+            self.zk_client.delete_controller(expected, now_ms)
+        except ControllerMovedException:
+            pass
+
+    # ---- session expiry and the metadata cache -------------------------------------------
+
+    def handle_session_expiry(self, now_ms: int) -> bool | None:
+        """The broker handles its session's expiry (model: broker_handles_session_expiry):
+        ``Expire`` -> ``activeControllerId = -1`` and ``onControllerResignation``; then
+        ``RegisterBrokerAndReelect`` on a live session: the watch on ``/controller`` again and
+        the controller it names.  (The re-election is its own step, ``elect``.)
+        None when there is no unhandled expiry."""
+        if not self.alive or not self.session_expired:
+            return None
+        self.active_controller_id = -1
+        self.on_controller_resignation()
+        self.zk_client.expiry_handled(now_ms)
+        self.known_controller = self._watch_controller(now_ms)
+        self.active_controller_id = self.known_controller
+        return True
+
+    def learn_controller(self, now_ms: int) -> int | None:
+        """The metadata cache catches up with ``/controller`` (model:
+        broker_learns_controller): the watch fired (or the broker just started); re-read with a
+        new watch.  Returns the controller id now cached (-1: none), or None when there is
+        nothing new to learn (or it cannot: dead, expiry unhandled)."""
+        if not self.alive or self.session_expired:
+            return None
+        current = self.zk_client.get_controller_id(now_ms)
+        current = -1 if current is None else current
+        if current == self.known_controller:
+            return None
+        self.known_controller = self._watch_controller(now_ms)
+        # KafkaController's ControllerChange event: maybeResign on the same read.
+        was_active = self.is_active
+        self.active_controller_id = self.known_controller
+        if was_active and not self.is_active:
+            self.on_controller_resignation()
+        return self.known_controller
+
+    # ---- Z-5 the non-controller's own writes ---------------------------------------------
+
+    def write_zk_directly(self, mutation: ZkMutation, now_ms: int) -> int:
+        """A broker without forwarding writes a config/ACL change itself (F-5, Z-5; model:
+        _broker_writes_zk): NONE (0), or STALE_CONTROLLER_EPOCH (11) when no ``/controller``
+        exists (ControllerMovedException).  Recorded with writer epoch -1."""
+        try:
+            self.zk_client.set_or_create_entity_configs(
+                mutation, now_ms, tag=ZkWrite(mutation.tag, self.broker_id, -1))
+        except ControllerMovedException:
+            return STALE_CONTROLLER_EPOCH
+        except KeeperException:
+            return UNKNOWN_SERVER_ERROR
+        return NONE
+
+    # ---- Z-4 receivers fence stale controllers -------------------------------------------
+
+    def fence_controller_request(self, controller_epoch: int) -> int:
+        """LeaderAndIsr / StopReplica / UpdateMetadata from a controller: an epoch older than
+        the newest seen is STALE_CONTROLLER_EPOCH (11) for the whole request; otherwise NONE
+        and the epoch becomes the newest seen (``ReplicaManager.controllerEpoch``)."""
+        if controller_epoch < self.latest_controller_epoch:
+            return STALE_CONTROLLER_EPOCH
+        self.latest_controller_epoch = controller_epoch
+        return NONE
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class ZkCluster:
+    """A ZooKeeper ensemble and brokers ``0..n-1``, with the model's step names.
+
+    Each method is one step of ``model/actions.py`` and returns None when the model's guard
+    would not enable it.  ``bootstrap`` reproduces the model's initial ZK state: broker
+    ``initial_controller`` elected with epoch 1 at ``/controller_epoch`` zkVersion 1, and every
+    broker's metadata cache knowing it."""
+
+    def __init__(self, brokers: int, *, initial_controller: int | None = 0,
+                 check_epoch_zk_version: bool = True,
+                 session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+                 tick_time_ms: int = 2000, now_ms: int = 0) -> None:
+        self.zk = ZooKeeper(tick_time_ms=tick_time_ms, start_ms=now_ms)
+        self.brokers = [ZkBroker(i, self.zk, check_epoch_zk_version=check_epoch_zk_version,
+                                 session_timeout_ms=session_timeout_ms, now_ms=now_ms)
+                        for i in range(brokers)]
+        if initial_controller is not None:
+            if self.brokers[initial_controller].elect(now_ms) is not True:
+                raise RuntimeError("initial election failed")
+            for b in self.brokers:
+                b.learn_controller(now_ms)
+
+    # ---- observation ---------------------------------------------------------------------
+
+    def controller(self) -> int:
+        """Who holds ``/controller`` now (-1: nobody), as an observer sees it."""
+        got = self.zk.peek(CONTROLLER_PATH)
+        return -1 if got is None else decode_controller(got[0], got[1].version).controller_id
+
+    def controller_epoch(self) -> tuple[int, int]:
+        """``/controller_epoch`` as ``(epoch, zkVersion)``; ``(0, 0)`` before any election
+        (the model's initial ``Zk``)."""
+        got = self.zk.peek(CONTROLLER_EPOCH_PATH)
+        return (0, 0) if got is None else (decode_controller_epoch(got[0]), got[1].version)
+
+    def writes(self) -> tuple:
+        return zk_writes(self.zk)
+
+    # ---- the model's steps ---------------------------------------------------------------
+
+    def broker_elects_controller(self, n: int, now_ms: int) -> bool | None:
+        return self.brokers[n].elect(now_ms)
+
+    def controller_accepts_mutation(self, n: int, mutation: ZkMutation) -> None:
+        self.brokers[n].accept_mutation(mutation)
+
+    def controller_processes_event(self, n: int, now_ms: int) -> MutationResult | None:
+        return self.brokers[n].process_event(now_ms)
+
+    def zk_expires_session(self, n: int, now_ms: int) -> bool | None:
+        """ZooKeeper expires broker ``n``'s session (dead or alive).  None if an expiry of
+        it is already unhandled (the model expires a session once until it is handled)."""
+        b = self.brokers[n]
+        if b.session_expired or not self.zk.is_session_alive(b.session_id):
+            return None
+        self.zk.expire_session(b.session_id, now_ms)
+        return True
+
+    def broker_handles_session_expiry(self, n: int, now_ms: int) -> bool | None:
+        return self.brokers[n].handle_session_expiry(now_ms)
+
+    def broker_learns_controller(self, n: int, now_ms: int) -> int | None:
+        return self.brokers[n].learn_controller(now_ms)
+
+    def broker_writes_zk(self, n: int, mutation: ZkMutation, now_ms: int) -> int:
+        return self.brokers[n].write_zk_directly(mutation, now_ms)
+
+    def node_crashes(self, n: int) -> None:
+        self.brokers[n].crash()
+
+    def node_restarts(self, n: int, now_ms: int) -> None:
+        self.brokers[n].startup(now_ms)
+
+
+__all__ = ["STALE_CONTROLLER_EPOCH", "NOT_CONTROLLER", "CONTROLLER_PATH", "CONTROLLER_EPOCH_PATH",
+           "INITIAL_CONTROLLER_EPOCH", "DEFAULT_SESSION_TIMEOUT_MS", "ControllerMovedException",
+           "ControllerRegistration", "ZkWrite", "ZkMutation", "config_mutation", "acl_mutation",
+           "zk_writes", "encode_controller", "decode_controller", "encode_controller_epoch",
+           "decode_controller_epoch", "KafkaZkClient", "MutationResult", "ZkBroker", "ZkCluster"]

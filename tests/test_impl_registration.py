@@ -1,0 +1,267 @@
+"""impl/registration.py: ControllerRegistrationManager (R-1 to R-11), against impl/kraft.py."""
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from impl.config import Endpoint
+from impl.context import RequestContext
+from impl.kraft import (MV_3_7_IV0, NOT_CONTROLLER, ClusterAuthorizer, QuorumController,
+                        RaftQuorum, feature_level_record)
+from impl.protocol import KafkaPrincipal
+from impl.registration import (ControllerRegistrationManager, ExponentialBackoff,
+                               kafka_uuid_string, listener_info, random_incarnation_id,
+                               registration_backoff)
+
+LISTENERS = listener_info([Endpoint("CONTROLLER", "c2", 9093, "PLAINTEXT")])
+CTX = RequestContext("CONTROLLER", "PLAINTEXT", KafkaPrincipal("User", "controller"))
+AUTH = ClusterAuthorizer({"User:controller": {"CLUSTER_ACTION"}})
+
+
+class FakeChannel:
+    """Stands in for NodeToControllerChannelManager: keeps what was enqueued."""
+
+    def __init__(self):
+        self.queue = []
+
+    def enqueue(self, request, now_ms):
+        request.created_ms = now_ms
+        self.queue.append(request)
+
+    def pop(self):
+        return self.queue.pop(0)
+
+
+def deliver(request, controller):
+    """The channel sends the request to ``controller``; returns its immediate reply (or None
+    when the reply waits for the commit)."""
+    return controller.controller_handles_registration(CTX, request.build(0), waiter=request)
+
+
+def manager(seed=1, node_id=2, **kw):
+    return ControllerRegistrationManager(node_id, random.Random(seed), LISTENERS, **kw)
+
+
+def ready(mgr, quorum, channel, now=0):
+    """Start the manager and feed it the node's replayed metadata."""
+    mgr.start(channel)
+    quorum.catch_up(mgr.node_id)
+    mgr.on_metadata_update(quorum.image_delta(mgr.node_id), quorum.image(mgr.node_id))
+
+
+# ---------------------------------------------------------------------------------- backoff
+
+def test_backoff_sequence_is_kafkas_formula_for_a_seed():
+    """R-7: ExponentialBackoff(100, 2, 120000, 0.02), jitter from the seeded source."""
+    b = registration_backoff(random.Random(42))
+    assert [b.backoff(i) for i in range(14)] == [
+        100, 196, 396, 791, 1615, 3222, 6500, 12588, 25520, 50237, 101247, 120000, 117727,
+        118554]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_backoff_within_two_percent_and_capped(seed):
+    b = registration_backoff(random.Random(seed))
+    for attempts in range(40):
+        value = b.backoff(attempts)
+        term = min(100 * 2 ** attempts, 120000)
+        assert term * 0.98 - 1 <= value <= term * 1.02
+        assert value <= 120000
+
+
+def test_backoff_without_jitter_and_constant():
+    b = ExponentialBackoff(100, 2, 120000, 0.0, random.Random(0))
+    assert [b.backoff(i) for i in (0, 1, 10, 11, 50)] == [100, 200, 102400, 120000, 120000]
+    assert ExponentialBackoff(500, 2, 100, 0.02, random.Random(0)).backoff(9) == 100
+
+
+# ---------------------------------------------------------------------------------- incarnation
+
+def test_incarnation_id_is_seeded_random_uuid_per_process_start():
+    a, b = manager(seed=3), manager(seed=3)
+    assert a.incarnation_id == b.incarnation_id                # same seed, same draw
+    assert manager(seed=4).incarnation_id != a.incarnation_id  # a restart draws again
+    assert a.incarnation_id.version == 4
+    assert not kafka_uuid_string(random_incarnation_id(random.Random(0))).startswith("-")
+    assert len(kafka_uuid_string(uuid.UUID(int=5))) == 22
+
+
+# ---------------------------------------------------------------------------------- sending
+
+def test_send_conditions():
+    """R-2/R-3: nothing before start; nothing below 3.7-IV0; one request, then none while
+    pending."""
+    quorum = RaftQuorum((1, 2), metadata_version=MV_3_7_IV0 - 1, leader_id=1)
+    channel, mgr = FakeChannel(), manager()
+    assert mgr.controller_sends_registration(0) is None           # nothing queued yet
+    mgr.start(channel)
+    assert mgr.controller_sends_registration(0) is False          # MV still the minimum
+    mgr.on_metadata_update(quorum.catch_up(2), quorum.image(2))
+    assert mgr.metadata_version == MV_3_7_IV0 - 1
+    assert mgr.controller_sends_registration(0) is False and not channel.queue
+    quorum.append(1, [feature_level_record("metadata.version", MV_3_7_IV0)])
+    quorum.commit()
+    mgr.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert mgr.controller_sends_registration(5) is True
+    assert mgr.pending_rpc and len(channel.queue) == 1
+    data = channel.queue[0].build(0)
+    assert data["ControllerId"] == 2 and data["IncarnationId"] == mgr.incarnation_id
+    assert data["Listeners"] == [{"Name": "CONTROLLER", "Host": "c2", "Port": 9093,
+                                  "SecurityProtocol": 0}]
+    mgr.send_requested = True
+    assert mgr.controller_sends_registration(6) is None            # waits while pending
+    assert len(channel.queue) == 1
+
+
+def test_port_zero_is_not_sent():
+    """R-5: a port outside 1..65535 cannot be serialized, the controller does not register."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    channel = FakeChannel()
+    mgr = ControllerRegistrationManager(2, random.Random(1), listener_info(
+        [Endpoint("CONTROLLER", "c2", 0, "PLAINTEXT")]))
+    ready(mgr, quorum, channel)
+    assert mgr.controller_sends_registration(0) is False
+    assert not channel.queue and not mgr.pending_rpc and "port 0" in mgr.last_error
+    bound = listener_info([Endpoint("CONTROLLER", None, 0, "SSL")], "host-2", {"CONTROLLER": 9094})
+    assert bound == ({"Name": "CONTROLLER", "Host": "host-2", "Port": 9094,
+                      "SecurityProtocol": 1},)
+
+
+def test_success_waits_for_the_log_and_no_periodic_recheck():
+    """R-6: success only counts; registered only once the record is replayed (R-8); and with
+    no relevant delta nothing ever re-checks (R-9)."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    ctrl = QuorumController(1, quorum, AUTH, random.Random(0))
+    channel, mgr = FakeChannel(), manager()
+    ready(mgr, quorum, channel)
+    assert mgr.controller_sends_registration(0)
+    request = channel.pop()
+    assert deliver(request, ctrl) is None
+    reply = ctrl.controller_commits_records().replies[0]
+    request.on_response(0, reply.body, 10)
+    assert not mgr.pending_rpc and mgr.successful_rpcs == 1
+    assert not mgr.registered_in_log                        # not until the log shows it
+    assert mgr.next_deadline_ms() is None and not mgr.check_due(10 ** 9)
+    mgr.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert mgr.registered_in_log
+    assert mgr.controller_sends_registration(20) is False   # the check runs and finds it done
+
+
+def test_error_response_backs_off_and_retries():
+    """R-6/R-7: an error clears pending_rpc and schedules the check after backoff(0)."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    channel, mgr = FakeChannel(), manager(seed=9)
+    ready(mgr, quorum, channel)
+    mgr.controller_sends_registration(0)
+    expected = registration_backoff(random.Random(9))
+    random_incarnation_id(expected.rng)                      # the manager drew its id first
+    first, second = expected.backoff(0), expected.backoff(1)
+    channel.pop().on_response(0, {"ErrorCode": 31, "ErrorMessage": "x"}, 1000)
+    assert not mgr.pending_rpc and mgr.failed_rpcs == 1
+    assert mgr.next_deadline_ms() == 1000 + first and 98 <= first <= 102
+    assert mgr.controller_sends_registration(1000 + first - 1) is None      # not due yet
+    assert mgr.controller_sends_registration(1000 + first) is True
+    channel.pop().on_response(0, {"ErrorCode": NOT_CONTROLLER, "ErrorMessage": None}, 2000)
+    assert mgr.next_deadline_ms() == 2000 + second and 196 <= second <= 204
+    mgr.controller_sends_registration(2000 + second)
+    channel.pop().on_response(0, {"ErrorCode": 0, "ErrorMessage": None}, 3000)
+    assert mgr.failed_rpcs == 0 and mgr.next_deadline_ms() is None
+
+
+def test_timeout_clears_pending_and_backs_off():
+    """R-6 onTimeout is the failure path; pendingRpc is cleared (the KAFKA-20247 fix)."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    for stuck in (False, True):
+        channel, mgr = FakeChannel(), manager(pending_stuck_on_timeout=stuck)
+        ready(mgr, quorum, channel)
+        mgr.controller_sends_registration(0)
+        channel.pop().on_timeout(5000)
+        assert mgr.pending_rpc is stuck and mgr.failed_rpcs == 1
+        deadline = mgr.next_deadline_ms()
+        if stuck:
+            # KAFKA-20247: the timer fires, the check finds an RPC "pending" forever.
+            assert mgr.controller_sends_registration(deadline) is None
+        else:
+            assert mgr.controller_sends_registration(deadline) is True
+
+
+# ---------------------------------------------------------------------------------- R-8 / R-10
+
+def restart_scenario(**kw):
+    """Controller 2 sends with incarnation I1 and crashes with the request on the wire; it
+    restarts as I2 and registers; the active controller 1 handles I2's request, then the late
+    one from I1 -- both committed, I1 last (last writer wins, R-18)."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    ctrl = QuorumController(1, quorum, AUTH, random.Random(0))
+    old_channel, old = FakeChannel(), manager(seed=1, **kw)
+    ready(old, quorum, old_channel)
+    old.controller_sends_registration(0)
+    late = old_channel.pop()                               # I1's request, still in flight
+    channel, new = FakeChannel(), manager(seed=2, **kw)    # the restarted process: I2
+    new.start(channel)
+    new.on_metadata_update(quorum.image_delta(2), quorum.image(2))
+    assert new.controller_sends_registration(100)
+    current = channel.pop()
+    deliver(current, ctrl)
+    deliver(late, ctrl)
+    replies = ctrl.controller_commits_records().replies
+    assert [r.waiter for r in replies] == [current, late]
+    assert quorum.registrations()[2]["IncarnationId"] == old.incarnation_id
+    return quorum, new, channel, current, replies[0]
+
+
+def test_reregisters_after_late_record_of_old_incarnation():
+    """R-8/R-10 (KIP-919 'If it is not, it will re-register'): the new incarnation replays its
+    own record (registered), then the late one of the old incarnation (not registered), and
+    sends again once its own RPC completed."""
+    quorum, new, channel, current, reply = restart_scenario()
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert new.registered_in_log
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert not new.registered_in_log and new.send_requested
+    assert new.controller_sends_registration(200) is None    # own RPC still pending: waits
+    current.on_response(0, reply.body, 210)
+    assert new.controller_sends_registration(220) is True     # re-registers
+    again = channel.pop().build(0)
+    assert again["IncarnationId"] == new.incarnation_id
+
+
+def test_kafka_3_7_drops_the_check_while_pending():
+    """The model's registration-no-recheck-after-success finding: Kafka 3.7-3.9 drops the check
+    that found an RPC pending, and success re-checks nothing (R-9): the old incarnation stays."""
+    quorum, new, channel, current, reply = restart_scenario(kafka_drops_check_while_pending=True)
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert not new.registered_in_log
+    assert new.controller_sends_registration(200) is False    # ran, found pending, dropped
+    current.on_response(0, reply.body, 210)
+    assert not new.check_due(10 ** 9) and not channel.queue
+    assert quorum.registrations()[2]["IncarnationId"] != new.incarnation_id
+
+
+def test_unrelated_delta_queues_nothing():
+    """R-8: only a features change or this id's registration queues the check."""
+    quorum = RaftQuorum((1, 2, 3), leader_id=1)
+    ctrl = QuorumController(1, quorum, AUTH, random.Random(0))
+    channel, mgr = FakeChannel(), manager()
+    ready(mgr, quorum, channel)
+    mgr.controller_sends_registration(0)
+    mgr.send_requested = False
+    other = ControllerRegistrationManager(3, random.Random(5), LISTENERS).request_data()
+    ctrl.controller_handles_registration(CTX, other)
+    ctrl.controller_commits_records()
+    mgr.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert not mgr.send_requested and not mgr.registered_in_log
+
+
+def test_trusts_response_flaw():
+    """The seeded flaw registration-trusts-response: success marks registered, the log is
+    never consulted again."""
+    quorum, new, channel, current, reply = restart_scenario(trusts_response=True)
+    current.on_response(0, reply.body, 210)
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert new.registered_in_log
+    assert new.controller_sends_registration(300) is False
