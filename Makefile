@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv check test test-slow bench java-check clean
+.PHONY: venv check test test-slow test-spark bench java-check clean
 
 venv: $(STAMP)
 
@@ -29,6 +29,10 @@ test: venv
 
 test-slow: venv
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+# The Spark tests (a local JVM; Java 17): killed workers, streaming, explore --spark counts.
+test-spark: venv java-check
+	$(PY) -m pytest -m spark $(PYTEST_ARGS)
 
 bench: venv
 	$(PY) -m bench.explore

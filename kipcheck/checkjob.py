@@ -25,7 +25,8 @@ def available_engines() -> dict:
         why["prove"] = "z3-solver is not installed"
     if importlib.util.find_spec("hypothesis") is None:
         why["stateful"] = "hypothesis is not installed"
-    if importlib.util.find_spec("properties.conformance") is None:
+    if (importlib.util.find_spec("properties.conformance") is None
+            or importlib.util.find_spec("impl.cluster") is None):
         why["conform"] = "the conformance engine is not built yet"
     return why
 

@@ -73,9 +73,22 @@ def cmd_explore(args) -> int:
             raise BadInput(f"--{opt.replace('_', '-')}: directory {Path(path).parent} does not exist")
     progress = None if args.quiet else sys.stderr
     try:
-        result = explore(spec, symmetry=args.symmetry, max_states=args.max_states,
-                         max_depth=args.max_depth, progress=progress,
-                         graph=bool(args.graph_out))
+        if args.master and not args.spark:
+            raise BadInput("--master needs --spark")
+        if args.spark:
+            if args.graph_out:
+                raise BadInput("--graph-out is not available with --spark")
+            from kipcheck.campaign.spark import SparkUnavailable, explore_spark
+            try:
+                result = explore_spark(spec, master=args.master, symmetry=args.symmetry,
+                                       max_states=args.max_states, max_depth=args.max_depth,
+                                       progress=progress)
+            except SparkUnavailable as e:
+                raise BadInput(str(e)) from None
+        else:
+            result = explore(spec, symmetry=args.symmetry, max_states=args.max_states,
+                             max_depth=args.max_depth, progress=progress,
+                             graph=bool(args.graph_out))
     except ValueError as e:                                  # graph too large, bad bounds
         raise BadInput(str(e)) from None
     out = sys.stdout
@@ -123,6 +136,9 @@ def cmd_explore(args) -> int:
 
 
 def cmd_replay(args) -> int:
+    if args.campaign or args.seed is not None or args.file is None:
+        from kipcheck.campaign.cli import cmd_replay_campaign
+        return cmd_replay_campaign(args)
     from properties.trace import Trace, TraceError, as_pytest, replay
     try:
         trace = Trace.load(args.file)
@@ -653,6 +669,47 @@ def cmd_prove(args) -> int:
     return worst
 
 
+# --------------------------------------------------------------------------------------------
+# conform (the reference implementation against the model)
+
+
+def cmd_conform(args) -> int:
+    from properties.conformance import KNOWN_BUGS, PROFILES, run_conformance
+    spec = _spec(args.config, None)
+    if args.steps is not None and not 1 <= args.steps <= 10_000:
+        raise BadInput("--steps must be between 1 and 10000")
+    bad = [b for b in args.bug if b not in KNOWN_BUGS]
+    if bad:
+        raise BadInput(f"--bug: unknown implementation bug {bad[0]!r}; bugs: "
+                       f"{', '.join(KNOWN_BUGS)}")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    examples, steps = PROFILES[args.profile]
+    out = sys.stderr if args.json else sys.stdout
+    print(f"conform {spec.cfg.name}: seed {seed}, profile {args.profile} ({examples} runs of up "
+          f"to {args.steps or steps} steps)" + (f", injected bug: {', '.join(args.bug)}"
+                                                if args.bug else ""), file=out, flush=True)
+    r = run_conformance(spec.cfg, seed=seed, profile=args.profile, steps=args.steps,
+                        bugs=tuple(args.bug))
+    print(f"{r.runs} runs, {r.steps:,} model + implementation steps in {r.seconds:.1f} s "
+          f"({r.steps_per_second:,.0f} steps/s)", file=out)
+    if args.json:
+        print(json.dumps(r.to_dict(), indent=1))
+    if r.divergence is None:
+        print("OK: the implementation agrees with the model after every step", file=out)
+        return EXIT_OK
+    from model.describe import describe_step
+    div = r.divergence
+    print(f"DIVERGENCE after {len(div.steps)} steps (shrunk):", file=out)
+    for i, st in enumerate(div.steps, 1):
+        mark = "  <-- first divergence" if i == div.index else ""
+        print(f"  {i:>3}. {describe_step(spec.cfg, st)}{mark}", file=out)
+        print(f"       Step({st.action!r}, {st.args!r}),", file=out)
+    print(div.describe(), file=out)
+    print(f"replay: kipcheck conform --config {spec.cfg.name} --seed {seed}"
+          + "".join(f" --bug {b}" for b in args.bug), file=out)
+    return EXIT_VIOLATION
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kipcheck", description="Check designs of Kafka's controller-side "
                 "protocols (KIP-590 forwarding, KIP-919 controller registration, KIP-103 "
@@ -665,6 +722,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--symmetry", action="store_true", help="reduce by symmetry (DESIGN 3.3)")
     e.add_argument("--max-states", type=int, help="stop after this many distinct states")
     e.add_argument("--max-depth", type=int, help="explore no deeper than this")
+    e.add_argument("--spark", action="store_true",
+                   help="explore on Spark, the frontier partitioned by state fingerprint (for "
+                   "state spaces beyond one machine; 10-30x slower than one process on one "
+                   "machine)")
+    e.add_argument("--master", help="Spark master URL with --spark (default: local[N,4], every "
+                   "core)")
     e.add_argument("--trace-out", help="write the counterexample as a JSON trace")
     e.add_argument("--itf-out", help="write the counterexample as an ITF trace")
     e.add_argument("--graph-out", help="write the state graph (.dot or .graphml; small configs)")
@@ -672,7 +735,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_explore)
 
     r = sub.add_parser("replay", help="replay a JSON trace through the model")
-    r.add_argument("file")
+    r.add_argument("file", nargs="?")
+    r.add_argument("--campaign", metavar="DIR", help="replay the failure a campaign shard recorded")
+    r.add_argument("--seed", type=_seed_arg, help="with --campaign: the shard seed")
     r.add_argument("--itf-out", help="also write the trace as ITF")
     r.add_argument("--mermaid-out", help="also write a Mermaid sequence diagram")
     r.add_argument("--pytest", action="store_true", help="print it as a pytest regression test")
@@ -720,6 +785,19 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--quiet", action="store_true", help="no progress on stderr")
     z.set_defaults(func=cmd_prove)
 
+    cf = sub.add_parser("conform", help="drive the reference implementation and the model "
+                        "with the same steps and compare them after every step")
+    cf.add_argument("--config", required=True, help="configuration name (kipcheck configs)")
+    cf.add_argument("--seed", type=_seed_arg, help="the run's seed (default: a random one, "
+                    "printed first)")
+    cf.add_argument("--steps", type=int, help="steps per run (default: the profile's)")
+    cf.add_argument("--profile", default="ci", choices=("ci", "dev", "nightly"))
+    cf.add_argument("--bug", action="append", default=[],
+                    help="inject an implementation bug, to see conformance catch it "
+                    "(skip-check-op)")
+    cf.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    cf.set_defaults(func=cmd_conform)
+
     v = sub.add_parser("variants", help="list the design variants")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_variants)
@@ -753,6 +831,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "process.roles=ROLE (a broker with zookeeper.connect stays a ZooKeeper-mode "
                     "broker); with it, ROLE must be one of its roles. Default: from the file")
     li.set_defaults(func=cmd_lint_config)
+
+    from kipcheck.campaign.cli import add_campaign_parser
+    add_campaign_parser(sub)
     return p
 
 

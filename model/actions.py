@@ -74,16 +74,25 @@ def item_timeout(cfg: ModelConfig, d: Design, item: Item) -> int | None:
 
 
 def expired_item(s: State, cfg: ModelConfig, d: Design, n: int) -> Item | None:
-    """The item node ``n``'s channel must time out now, if any: the one in flight, else the
-    head of the queue (F-19: now - created >= retryTimeout).  The queue is in creation order
-    (FIFO, and a re-queued item is the oldest), so only these two can be due."""
+    """The item node ``n``'s channel must time out now, if any.  The one in flight expires by
+    the network timeout, counted from its send (``InFlightRequests``: the NetworkClient's
+    request timeout, min(controller.socket.timeout.ms, retryTimeoutMs), F-16; the model
+    takes it equal to the retry timeout, as on a ZK broker where both are
+    request.timeout.ms); the connection closes, the item goes back to the queue and, being
+    past its retry timeout by then, is dropped at once.  A queued item expires by the retry
+    timeout counted from its enqueue (F-17, F-19).  The queue is in creation order (FIFO, a
+    re-queued item is the oldest), so only its head can be due."""
     ch = s.nodes[n].channel
-    item = ch.inflight or (ch.queue[0] if ch.queue else ())
-    if not item:
-        return None
-    timeout = item_timeout(cfg, d, item)
-    if timeout is not None and s.now - item.created >= timeout:
-        return item
+    item = ch.inflight
+    if item:
+        timeout = item_timeout(cfg, d, item)
+        if timeout is not None and s.now - item.sent >= timeout:
+            return item
+    if ch.queue:
+        item = ch.queue[0]
+        timeout = item_timeout(cfg, d, item)
+        if timeout is not None and s.now - item.created >= timeout:
+            return item
     return None
 
 
@@ -136,12 +145,17 @@ def time_pending(s: State, cfg: ModelConfig, d: Design) -> bool:
 def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int,
                 inner_err: int) -> State:
     """Answer a request: to a client directly, or as an EnvelopeResponse / registration
-    response message.  A reply to a dead node is lost with its connection."""
+    response message.  A reply to a dead node is lost with its connection, and so is one
+    whose connection closed before (``()``: nobody waits)."""
+    if not reply:
+        return s
     if reply.how == REPLY_CLIENT:
         code = env_err if env_err else inner_err
         return _respond(s, reply.to, Response(code, envelope_error=env_err))
     if not s.nodes[reply.to].alive:
         return s
+    if reply.how == REPLY_REGISTRATION and s.nodes[reply.to].incarnation != reply.key:
+        return s            # the requesting process run is gone, and its connection with it
     if reply.how == REPLY_ENVELOPE:
         msg = Msg(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key, env_err, inner_err)
     else:
@@ -152,6 +166,8 @@ def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int
 
 def _reply_not_controller(s: State, cfg: ModelConfig, d: Design, src: int, reply: Reply) -> State:
     """F-34: an inner NOT_CONTROLLER becomes the envelope's own error with no payload."""
+    if not reply:
+        return s
     if reply.how == REPLY_ENVELOPE and not d.not_controller_inside_ok_envelope:
         return _send_reply(s, cfg, src, reply, kafka.NOT_CONTROLLER, kafka.NONE)
     return _send_reply(s, cfg, src, reply, kafka.NONE, kafka.NOT_CONTROLLER)
@@ -160,7 +176,8 @@ def _reply_not_controller(s: State, cfg: ModelConfig, d: Design, src: int, reply
 def _requeue_front(node: Node) -> Node:
     """F-21.3/4: forget the controller and put the in-flight item back at the front."""
     ch = node.channel
-    queue = (ch.inflight._replace(requeued=True),) + ch.queue if ch.inflight else ch.queue
+    queue = ((ch.inflight._replace(requeued=True, sent=NO_TIME),) + ch.queue if ch.inflight
+             else ch.queue)
     return replace(node, channel=Channel(NO_NODE, queue, ()))
 
 
@@ -174,6 +191,35 @@ def _close_connection(s: State, cfg: ModelConfig, reply: Reply) -> State:
     if not node.alive or not inflight or inflight.kind != FORWARD or inflight.key != reply.key:
         return s
     return _set_node(s, reply.to, _requeue_front(node))
+
+
+def _forget_replies(s: State, keep) -> State:
+    """Pending answers (a ZK controller's queued events, the KRaft leader's uncommitted
+    records) for which ``keep(reply)`` is false lose their requester: the connection they
+    would travel on is closed, so the work still happens but nobody is answered."""
+    nodes = s.nodes
+    if any(ev.reply and not keep(ev.reply) for node in nodes for ev in node.events):
+        nodes = tuple(replace(node, events=tuple(
+            ev._replace(reply=()) if ev.reply and not keep(ev.reply) else ev
+            for ev in node.events)) if node.events else node for node in nodes)
+        s = replace(s, nodes=nodes)
+    q = s.quorum
+    if any(reply and not keep(reply) for _, reply in q.uncommitted):
+        s = replace(s, quorum=replace(q, uncommitted=tuple(
+            (rec, reply if (not reply or keep(reply)) else ()) for rec, reply in q.uncommitted)))
+    return s
+
+
+def _replies_to(n: int, item: Item | None = None):
+    """A predicate for ``_forget_replies``: replies that do NOT go to node ``n`` (on the
+    connection of channel item ``item``, or on any of its connections)."""
+    how = None if item is None else (REPLY_ENVELOPE if item.kind == FORWARD else REPLY_REGISTRATION)
+
+    def keep(reply: Reply) -> bool:
+        if reply.how == REPLY_CLIENT or reply.to != n:
+            return True
+        return item is not None and (reply.how != how or reply.key != item.key)
+    return keep
 
 
 def _on_connection(m: Msg, n: int, item: Item) -> bool:
@@ -408,7 +454,8 @@ def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> Stat
         msg = Msg(REGISTRATION_REQUEST, n, p, listener, n, item.key, 0,
                   principal_index(cfg, cfg.nodes[n].principal))
         versions = node.ctrl_versions
-    node = replace(node, channel=Channel(p, ch.queue[1:], item), ctrl_versions=versions)
+    node = replace(node, channel=Channel(p, ch.queue[1:], item._replace(sent=s.now)),
+                   ctrl_versions=versions)
     return replace(_set_node(s, n, node), network=s.network | {msg})
 
 
@@ -425,7 +472,9 @@ def channel_times_out_request(s: State, cfg: ModelConfig, d: Design, n: int) -> 
         return None
     ch = node.channel
     network = s.network
-    if item is ch.inflight:
+    closed = item is ch.inflight
+    if closed:
+        # the network timeout closes the connection: its messages are lost
         network = network - _connection_messages(s, n, item)
         ch = Channel(NO_NODE, ch.queue, ())
     else:
@@ -434,6 +483,9 @@ def channel_times_out_request(s: State, cfg: ModelConfig, d: Design, n: int) -> 
     if item.kind == REGISTRATION:
         node = replace(node, pending_rpc=d.registration_pending_stuck, retry_at=s.now + 1)
     s = replace(_set_node(s, n, node), network=network)
+    if closed:
+        # ... and so is the answer the controller may still send on it
+        s = _forget_replies(s, _replies_to(n, item))
     if item.kind == FORWARD and _waiting(s, item.key):
         s = _respond(s, item.key, Response(kafka.REQUEST_TIMED_OUT, retried=item.requeued))
     return s
@@ -537,10 +589,14 @@ def controller_commits_records(s: State, cfg: ModelConfig, d: Design) -> State |
         return None
     log = q.log + tuple(rec for rec, _ in q.uncommitted)
     s = replace(s, quorum=replace(q, log=log, uncommitted=()))
-    # The active controller applied these records when it generated them: no replay lag.
+    # The active controller applied these records when it generated them: no replay lag;
+    # its publishers (its registration manager, R-8) see them as committed now.
     leader = s.nodes[q.leader]
     if leader.replayed == len(q.log):
-        s = _set_node(s, q.leader, replace(leader, replayed=len(log)))
+        leader = replace(leader, replayed=len(log))
+        for rec, _ in q.uncommitted:
+            leader = _publish_record(cfg, d, q.leader, leader, rec)
+        s = _set_node(s, q.leader, leader)
     for _, reply in q.uncommitted:
         if reply:
             s = _send_reply(s, cfg, q.leader, reply, kafka.NONE, kafka.NONE)
@@ -611,6 +667,18 @@ def controller_handles_registration_response(s: State, cfg: ModelConfig, d: Desi
     return _set_node(s, c, node)
 
 
+def _publish_record(cfg: ModelConfig, d: Design, n: int, node: Node, rec: Record) -> Node:
+    """What node ``n``'s registration manager does with a record it replays (R-8): the
+    registration for its ID says whether this incarnation is registered; a registration or a
+    feature change queues the send check."""
+    if cfg.registration and cfg.nodes[n].role == CONTROLLER:
+        if rec.kind == REGISTER_CONTROLLER and rec.a == n and not d.registration_trusts_response:
+            node = replace(node, registered_in_log=rec.b == node.incarnation, send_requested=True)
+        elif rec.kind == FEATURE_LEVEL:
+            node = replace(node, send_requested=True)
+    return node
+
+
 def node_replays_record(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
     """A node replays the next committed record, at its own pace.  A controller checks the
     registration for its ID (R-8): another incarnation means it is not registered."""
@@ -619,12 +687,7 @@ def node_replays_record(s: State, cfg: ModelConfig, d: Design, n: int) -> State 
         return None
     rec = s.quorum.log[node.replayed]
     node = replace(node, replayed=node.replayed + 1)
-    if cfg.registration and cfg.nodes[n].role == CONTROLLER:
-        if rec.kind == REGISTER_CONTROLLER and rec.a == n and not d.registration_trusts_response:
-            node = replace(node, registered_in_log=rec.b == node.incarnation, send_requested=True)
-        elif rec.kind == FEATURE_LEVEL:
-            node = replace(node, send_requested=True)
-    return _set_node(s, n, node)
+    return _set_node(s, n, _publish_record(cfg, d, n, node, rec))
 
 
 # --------------------------------------------------------------------------------------------
@@ -722,6 +785,7 @@ def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
                 replayed=node.replayed)
     s = replace(_set_node(s, n, dead), crashes_left=s.crashes_left - 1,
                 network=frozenset(m for m in s.network if m.dst != n))
+    s = _forget_replies(s, _replies_to(n))       # its connections close with it
     for p in range(len(s.nodes)):
         peer = s.nodes[p]
         if peer.alive and peer.channel.cached == n and peer.channel.inflight:

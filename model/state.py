@@ -63,6 +63,8 @@ class Item(NamedTuple):
     created: int        # enqueue time: the retry timeout counts from here (F-17)
     requeued: bool      # was put back at the front after NOT_CONTROLLER or a disconnect
     hops: int = 1       # forwarding hops this request has made once sent
+    sent: int = -1      # in flight: when it was sent (the network timeout counts from here,
+                        # F-16); NO_TIME while queued
 
 
 class Channel(NamedTuple):

@@ -82,16 +82,25 @@ def envelope_never_nested(s: State, cfg: ModelConfig, d: Design) -> bool:
 
 
 def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
-    """No forwarded request is still queued or in flight past its retry timeout.
+    """No forwarded request is still queued past its retry timeout, or in flight past its
+    network timeout.
 
-    F-17/F-19: the forwarding channel drops an item once now - createdTimeMs >= retryTimeoutMs
-    and answers REQUEST_TIMED_OUT (KAFKA-10667: forwarded requests retried indefinitely)."""
+    F-17/F-19: the forwarding channel drops a queued item once now - createdTimeMs >=
+    retryTimeoutMs and answers REQUEST_TIMED_OUT; F-16: an item in flight is bounded by the
+    NetworkClient's request timeout from its send, not by the retry timeout (KAFKA-10667:
+    forwarded requests retried indefinitely)."""
     for node in s.nodes:
         if not node.alive:
             continue
         ch = node.channel
-        for item in ((ch.inflight,) if ch.inflight else ()) + ch.queue:
-            if item.kind == FORWARD and s.now - item.created > cfg.forward_timeout:
+        item = ch.inflight
+        if item and item.kind == FORWARD and s.now - item.sent > cfg.forward_timeout:
+            return False
+        for item in ch.queue:
+            # a re-queued item was in flight until now: up to the retry timeout (its last
+            # send) plus the network timeout; it is due and leaves before the clock moves
+            limit = 2 * cfg.forward_timeout - 1 if item.requeued else cfg.forward_timeout
+            if item.kind == FORWARD and s.now - item.created > limit:
                 return False
     return True
 
@@ -306,14 +315,29 @@ def at_most_one_final_response(s: State, cfg: ModelConfig, d: Design) -> bool:
 
 
 def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
-    """A forwarded request is answered by its deadline: the forwarding channel's retry
-    timeout counted from when the client sent it (bounded liveness).
+    """A forwarded request is answered by its deadline: while the client waits, its
+    forwarder's channel still holds the request within the retry timeout counted from when
+    the client sent it (queued), or within the network timeout counted from its last send (in
+    flight).  The retry timeout alone does not bound the wait: Kafka checks it only for queued
+    requests (F-19); one in flight lives until its network timeout (F-16) -- a difference the
+    conformance run against the implementation showed.
 
-    KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"; F-17, F-19
-    (KAFKA-10667: without the timeout, admin calls hang)."""
-    for cl in s.clients:
-        if cl.forwarded and not cl.responses and s.now - cl.sent_at > cfg.forward_timeout:
-            return False
+    KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"; F-16,
+    F-17, F-19 (KAFKA-10667: without the timeout, admin calls hang)."""
+    for c, cl in enumerate(s.clients):
+        if not cl.forwarded or cl.responses:
+            continue
+        ch = s.nodes[cfg.clients[c].node].channel
+        item = ch.inflight
+        if item and item.kind == FORWARD and item.key == c:
+            if s.now - item.sent > cfg.forward_timeout:
+                return False
+            continue
+        for item in ch.queue:
+            if item.kind == FORWARD and item.key == c:
+                limit = 2 * cfg.forward_timeout - 1 if item.requeued else cfg.forward_timeout
+                if s.now - cl.sent_at > limit:
+                    return False
     return True
 
 

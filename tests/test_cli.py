@@ -118,7 +118,7 @@ def test_explore_correct_design_exits_zero_and_exports_graph(tmp_path, capsys):
                       "--graph-out", str(graphml)], capsys)
     import networkx
     g = networkx.read_graphml(graphml)
-    assert g.number_of_nodes() == 930
+    assert g.number_of_nodes() == 1626
 
 
 def test_explore_truncated_run_says_so(capsys):
@@ -178,3 +178,14 @@ def test_console_entry_point_runs():
     proc = subprocess.run([sys.executable, "-m", "kipcheck", "variants"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and "zombie-writes-unfenced" in proc.stdout
+
+
+def test_conform_agrees_and_reports_an_injected_bug(capsys):
+    code, out, _ = run(["conform", "--config", "zk-envelope-security", "--seed", "3"], capsys)
+    assert code == 0 and "OK: the implementation agrees with the model" in out
+    code, out, _ = run(["conform", "--config", "zk-forward-zombie", "--seed", "5",
+                        "--profile", "dev", "--bug", "skip-check-op"], capsys)
+    assert code == 1 and "DIVERGENCE" in out and "<-- first divergence" in out
+    assert "Step('controller_processes_event', (0,))" in out
+    code, _, err = run(["conform", "--config", "zk-forward-zombie", "--bug", "nope"], capsys)
+    assert code == 2 and "skip-check-op" in err

@@ -67,7 +67,7 @@ def test_correct_tiny_configuration_exits_0_with_coverage(tmp_path, capsys):
     code, out, err = run(["fuzz", "--config", "zk-envelope-security", "--seed", str(SEED),
                           "--time-budget", "2"], capsys)
     assert code == 0, out + err
-    assert re.search(r"^coverage: \d+\.\d% of 930 reachable states", out, re.M), out
+    assert re.search(r"^coverage: \d+\.\d% of 1,626 reachable states", out, re.M), out
     assert "computing the reachable set of zk-envelope-security[correct] once" in err
     assert re.search(r"^witnesses reached: \d/3", out, re.M)
     assert "stopped: " in out and "no property violated" in out

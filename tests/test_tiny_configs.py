@@ -9,11 +9,11 @@ from properties.registry import WITNESSES
 
 # (distinct states without symmetry, with symmetry)
 PINNED = {
-    "zk-forward-zombie": (1700, 1700),
-    "kraft-forward-leader-change": (3768, 1990),
-    "kraft-registration": (73829, 73829),
-    "kraft-listeners": (23312, 23312),
-    "zk-envelope-security": (930, 930),
+    "zk-forward-zombie": (2690, 2690),
+    "kraft-forward-leader-change": (5744, 3030),
+    "kraft-registration": (44700, 44700),
+    "kraft-listeners": (13832, 13832),
+    "zk-envelope-security": (1626, 1626),
 }
 
 

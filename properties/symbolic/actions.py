@@ -21,7 +21,8 @@ from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FOR
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
                          REPLY_ENVELOPE, REPLY_REGISTRATION)
-from properties.symbolic.state import (FALSE, TRUE, And, Eq, If, Not, Or, Sym, _f, ite)
+from properties.symbolic.state import (FALSE, ITEM_FIELDS, TRUE, And, Eq, If, Not, Or, Sym, _f,
+                                       ite)
 
 # --------------------------------------------------------------------------------------------
 # small helpers (model: _set_node, _respond, _waiting, advertised_version, metadata_version...)
@@ -100,7 +101,7 @@ def _metadata_version(S: Sym, n=None):
 
 
 def _item(S: Sym, prefix: str) -> dict:
-    return {f: S[f"{prefix}.{f}"] for f in ("kind", "key", "created", "requeued", "hops")}
+    return {f: S[f"{prefix}.{f}"] for f, _ in ITEM_FIELDS}
 
 
 def _item_timeout(cfg: ModelConfig, d: Design, kind):
@@ -111,15 +112,17 @@ def _item_timeout(cfg: ModelConfig, d: Design, kind):
 
 
 def _expired_item(S: Sym, cfg: ModelConfig, d: Design, n: int):
-    """(is some item due, is it the one in flight, the item): the in-flight item, else the
-    queue's head, if now - created >= its timeout (model: expired_item)."""
-    inflight = S.node(n, "ch.inflight.present")
-    head = {f: If(inflight, S[f"n{n}.ch.inflight.{f}"], S[f"n{n}.ch.queue.0.{f}"])
-            for f in ("kind", "key", "created", "requeued", "hops")}
-    exists = Or(inflight, S.node(n, "ch.queue.len") > 0)
+    """(is some item due, is it the one in flight, the item): the in-flight item if now -
+    sent >= its timeout (the network timeout, F-16), else the queue's head if now - created
+    >= its timeout (the retry timeout, F-17, F-19) (model: expired_item)."""
+    fly = _item(S, f"n{n}.ch.inflight")
+    has, timeout = _item_timeout(cfg, d, fly["kind"])
+    fly_due = And(S.node(n, "ch.inflight.present"), has, S["now"] - fly["sent"] >= timeout)
+    head = _item(S, f"n{n}.ch.queue.0")
     has, timeout = _item_timeout(cfg, d, head["kind"])
-    due = And(exists, has, S["now"] - head["created"] >= timeout)
-    return due, inflight, head
+    head_due = And(S.node(n, "ch.queue.len") > 0, has, S["now"] - head["created"] >= timeout)
+    item = {f: If(fly_due, fly[f], head[f]) for f, _ in ITEM_FIELDS}
+    return Or(fly_due, head_due), fly_due, item
 
 
 def _has_target_listener(cfg: ModelConfig, p: int) -> bool:
@@ -143,7 +146,9 @@ def _msg(kind, src, dst, listener, key, a=0, b=0, sender_principal=0) -> dict:
 
 def _send_reply(S: Sym, cfg: ModelConfig, src, reply: dict, env_err, inner_err, when=True) -> Sym:
     """Answer a request: to a client, or as an EnvelopeResponse / registration response; a
-    reply to a dead node is lost (model: _send_reply)."""
+    reply to a dead node, or a registration reply to another incarnation than the one that
+    asked, is lost (model: _send_reply).  A pending reply whose requester is gone (the model's
+    ``()``) is the caller's ``when``."""
     how = reply["how"]
     to_client = And(when, Eq(how, REPLY_CLIENT))
     code = If(Not(Eq(env_err, 0)), env_err, inner_err) if not isinstance(env_err, int) else (
@@ -153,7 +158,8 @@ def _send_reply(S: Sym, cfg: ModelConfig, src, reply: dict, env_err, inner_err, 
     env = And(when, Eq(how, REPLY_ENVELOPE), alive)
     S2 = S2.net_add(_msg(ENVELOPE_RESPONSE, src, reply["to"], reply["listener"], reply["key"],
                          env_err, inner_err), when=env)
-    reg = And(when, Eq(how, REPLY_REGISTRATION), alive)
+    reg = And(when, Eq(how, REPLY_REGISTRATION), alive,
+              Eq(S.node(reply["to"], "incarnation"), reply["key"]))
     either = If(Not(Eq(env_err, 0)), env_err, inner_err) if not isinstance(env_err, int) else (
         env_err or inner_err)
     return S2.net_add(_msg(REGISTRATION_RESPONSE, src, reply["to"], reply["listener"],
@@ -174,6 +180,7 @@ def _requeue_front(S: Sym, n: int, when=True) -> Sym:
     inflight = S.node(n, "ch.inflight.present")
     item = _item(S, f"n{n}.ch.inflight")
     item["requeued"] = True
+    item["sent"] = NO_TIME
     S2 = S.seq_push_front(f"n{n}.ch.queue", item, when=And(when, inflight))
     upd = {f"n{n}.ch.cached": If(when, NO_NODE, S.node(n, "ch.cached")),
            f"n{n}.ch.inflight.present": And(Not(when), inflight)}
@@ -192,6 +199,28 @@ def _close_connection(S: Sym, cfg: ModelConfig, reply: dict) -> Sym:
                     Eq(S.node(n, "ch.inflight.key"), reply["key"]))
         return TRUE, _requeue_front(S, n, when=match)
     return _cases(reply["to"], list(range(len(cfg.nodes))), body, default=(TRUE, S))[1]
+
+
+def _forget_replies(S: Sym, n: int, item: dict | None = None, when=True) -> Sym:
+    """The pending answers (a ZK controller's queued events, the KRaft leader's uncommitted
+    records) to node ``n`` on the connection of channel item ``item`` (or on any of its
+    connections) lose their requester (model: _forget_replies with _replies_to)."""
+    if item is not None:
+        how = If(Eq(item["kind"], FORWARD), REPLY_ENVELOPE, REPLY_REGISTRATION)
+
+    def gone(p):
+        out = And(when, Not(Eq(S[p + "reply_how"], REPLY_CLIENT)), Eq(S[p + "reply_to"], n))
+        if item is not None:
+            out = And(out, Eq(S[p + "reply_how"], how), Eq(S[p + "reply_key"], item["key"]))
+        return out
+    prefixes = ([f"n{x}.events" for x in range(S.lay.n)] if not S.lay.kraft
+                else ["q.uncommitted"])
+    upd = {}
+    for prefix in prefixes:
+        for k, _ in S.seq_items(prefix):
+            p = f"{prefix}.{k}."
+            upd[p + "has_reply"] = And(S[p + "has_reply"], Not(gone(p)))
+    return S.set(upd)
 
 
 def _on_connection(m: dict, n, item: dict):
@@ -214,7 +243,7 @@ def _controller_accepts_mutation(S: Sym, cfg: ModelConfig, d: Design, r: int, re
         if acked:
             S = _send_reply(S, cfg, r, reply, kafka.NONE, kafka.NONE)
         event = {"req": req, "via_envelope": via_envelope, "privileged": privileged,
-                 "sender_cluster_action": sender_ca, "acked": acked}
+                 "sender_cluster_action": sender_ca, "acked": acked, "has_reply": True}
         event.update({f"reply_{f}": x for f, x in reply.items()})
         return S.seq_append(f"n{r}.events", event)
     leader = Eq(S["q.leader"], r)
@@ -362,7 +391,8 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
 
 def _broker_forwards_request(S: Sym, n: int, c: int) -> Sym:
     """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
-    item = {"kind": FORWARD, "key": c, "created": S["now"], "requeued": False, "hops": 1}
+    item = {"kind": FORWARD, "key": c, "created": S["now"], "requeued": False, "hops": 1,
+            "sent": NO_TIME}
     S = S.set({f"c{c}.forwarded": True, f"c{c}.sent_at": S["now"]})
     return S.seq_append(f"n{n}.ch.queue", item)
 
@@ -421,6 +451,7 @@ def channel_sends_request(S: Sym, cfg: ModelConfig, d: Design, n: int):
     base = And(S.node(n, "alive"), Not(S.node(n, "ch.inflight.present")),
                S.node(n, "ch.queue.len") > 0, Not(Eq(S.node(n, "ch.cached"), NO_NODE)), Not(due))
     item = _item(S, f"n{n}.ch.queue.0")
+    item["sent"] = S["now"]                     # the network timeout counts from here (F-16)
     me = principal_index(cfg, cfg.nodes[n].principal)
 
     def to(p):
@@ -453,6 +484,8 @@ def channel_times_out_request(S: Sym, cfg: ModelConfig, d: Design, n: int):
     closed = S.net_remove_where(lambda m: _on_connection(m, n, item))
     closed = closed.set({f"n{n}.ch.cached": NO_NODE, f"n{n}.ch.inflight.present": False})
     S2 = ite(is_inflight, closed, S.seq_pop_front(f"n{n}.ch.queue"))
+    # ... and so is the answer the controller may still send on it
+    S2 = _forget_replies(S2, n, item, when=is_inflight)
     if cfg.registration:        # only a registering controller queues REGISTRATION items
         reg = Eq(item["kind"], REGISTRATION)
         S2 = S2.set({f"n{n}.pending_rpc": If(reg, d.registration_pending_stuck,
@@ -536,19 +569,20 @@ def controller_processes_event(S: Sym, cfg: ModelConfig, d: Design, n: int):
     p = f"n{n}.events.0."
     reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
     acked = S[p + "acked"]
+    answer = And(Not(acked), S[p + "has_reply"])
     S1 = S.seq_pop_front(f"n{n}.events")
     # not the active controller (any more): NOT_CONTROLLER
-    inactive = _reply_not_controller(S1, cfg, d, n, reply, when=Not(acked))
+    inactive = _reply_not_controller(S1, cfg, d, n, reply, when=answer)
     # the multi with CheckOp on the /controller_epoch zkVersion (Z-2)
     write = {"req": S[p + "req"], "writer": n, "writer_epoch": S.node(n, "zk_epoch"),
              "zk_epoch": S["zk.epoch"], "via_envelope": S[p + "via_envelope"],
              "privileged": S[p + "privileged"],
              "sender_cluster_action": S[p + "sender_cluster_action"]}
     wrote = S1.seq_append("zk.writes", write)
-    wrote = _send_reply(wrote, cfg, n, reply, kafka.NONE, kafka.NONE, when=Not(acked))
+    wrote = _send_reply(wrote, cfg, n, reply, kafka.NONE, kafka.NONE, when=answer)
     # BADVERSION: ControllerMovedException, resign, NOT_CONTROLLER (Z-3)
     moved = S1.set_node(n, zk_active=False, zk_epoch=-1, zk_epoch_version=-1)
-    moved = _reply_not_controller(moved, cfg, d, n, reply, when=Not(acked))
+    moved = _reply_not_controller(moved, cfg, d, n, reply, when=answer)
     fenced_ok = TRUE if d.zombie_writes_unfenced else Eq(S.node(n, "zk_epoch_version"),
                                                          S["zk.epoch_version"])
     out = ite(Not(S.node(n, "zk_active")), inactive, ite(fenced_ok, wrote, moved))
@@ -569,9 +603,14 @@ def controller_commits_records(S: Sym, cfg: ModelConfig, d: Design):
                                                             "sender_cluster_action")}
             S2 = S2.seq_append("q.log", rec, when=used)
         S2 = S2.seq_clear("q.uncommitted")
-        # the active controller applied these records when it generated them
+        # the active controller applied these records when it generated them; its
+        # publishers (its registration manager, R-8) see them as committed now
         caught_up = Eq(S.node(r, "replayed"), S["q.log.len"])
         S2 = S2.set_node(r, replayed=If(caught_up, S2["q.log.len"], S.node(r, "replayed")))
+        for k, used in S.seq_items("q.uncommitted"):
+            p = f"q.uncommitted.{k}."
+            S2 = _publish_record(S2, cfg, d, r, S[p + "kind"], S[p + "a"], S[p + "b"],
+                                 when=And(caught_up, used))
         for k, used in S.seq_items("q.uncommitted"):
             p = f"q.uncommitted.{k}."
             reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
@@ -594,7 +633,7 @@ def controller_sends_registration(S: Sym, cfg: ModelConfig, d: Design, c: int):
     idle = Or(S.node(c, "registered_in_log"), pending,
               _metadata_version(S, c) < kafka.MV_3_7_IV0)
     item = {"kind": REGISTRATION, "key": S.node(c, "incarnation"), "created": S["now"],
-            "requeued": False, "hops": 1}
+            "requeued": False, "hops": 1, "sent": NO_TIME}
     sent = S1.set_node(c, pending_rpc=True).seq_append(f"n{c}.ch.queue", item)
     return enabled, ite(idle, S1, sent)
 
@@ -650,18 +689,23 @@ def node_replays_record(S: Sym, cfg: ModelConfig, d: Design, n: int):
         return FALSE, S
     at = S.node(n, "replayed")
     enabled = And(S.node(n, "alive"), at < S["q.log.len"])
-    kind = S.seq_get("q.log", at, "kind")
     S2 = S.set_node(n, replayed=at + 1)
-    if cfg.registration and cfg.nodes[n].role == CONTROLLER:
-        mine = And(Eq(kind, REGISTER_CONTROLLER), Eq(S.seq_get("q.log", at, "a"), n),
-                   not d.registration_trusts_response)
-        feature = Eq(kind, FEATURE_LEVEL)
-        S2 = S2.set_node(
-            n,
-            registered_in_log=If(mine, Eq(S.seq_get("q.log", at, "b"), S.node(n, "incarnation")),
-                                 S.node(n, "registered_in_log")),
-            send_requested=Or(mine, And(Not(mine), feature), S.node(n, "send_requested")))
-    return enabled, S2
+    return enabled, _publish_record(S2, cfg, d, n, S.seq_get("q.log", at, "kind"),
+                                    S.seq_get("q.log", at, "a"), S.seq_get("q.log", at, "b"))
+
+
+def _publish_record(S: Sym, cfg: ModelConfig, d: Design, n: int, kind, a, b, when=True) -> Sym:
+    """What node ``n``'s registration manager does with a record it replays (R-8), if
+    ``when`` (model: _publish_record)."""
+    if not (cfg.registration and cfg.nodes[n].role == CONTROLLER):
+        return S
+    mine = And(when, Eq(kind, REGISTER_CONTROLLER), Eq(a, n), not d.registration_trusts_response)
+    feature = And(when, Eq(kind, FEATURE_LEVEL))
+    return S.set_node(
+        n,
+        registered_in_log=If(mine, Eq(b, S.node(n, "incarnation")),
+                             S.node(n, "registered_in_log")),
+        send_requested=Or(mine, And(Not(mine), feature), S.node(n, "send_requested")))
 
 
 # --------------------------------------------------------------------------------------------
@@ -789,6 +833,7 @@ def node_crashes(S: Sym, cfg: ModelConfig, d: Design, n: int):
     S2 = _reset_node(S, cfg, n, **keep)
     S2 = S2.set({"crashes_left": S["crashes_left"] - 1})
     S2 = S2.net_remove_where(lambda m: Eq(m["dst"], n))
+    S2 = _forget_replies(S2, n)         # its connections close with it
     for p in range(len(cfg.nodes)):
         if p == n:
             continue

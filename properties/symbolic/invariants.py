@@ -14,6 +14,7 @@ from model.config import CONTROLLER, KRAFT, ZK, ModelConfig
 from model.state import (ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REPLY_CLIENT, REPLY_ENVELOPE,
                          REPLY_REGISTRATION)
+from properties.symbolic.actions import _item_timeout
 from properties.symbolic.state import And, Sym, _cap_of
 
 
@@ -96,6 +97,17 @@ def _channel_oldest_first(S: Sym, cfg, d):
     return And(*parts)
 
 
+def _in_flight_sent_in_time(S: Sym, cfg, d):
+    parts = []
+    for n in range(S.lay.n):
+        p = f"n{n}.ch.inflight"
+        created, sent = S[p + ".created"], S[p + ".sent"]
+        has, timeout = _item_timeout(cfg, d, S[p + ".kind"])
+        parts.append(z3.Implies(S[p + ".present"], z3.And(
+            created <= sent, sent <= S["now"], z3.Implies(has, sent - created < timeout))))
+    return And(*parts)
+
+
 def _not_controller_at_top_level(S: Sym, cfg, d):
     return And(*(z3.Implies(z3.And(S[f"net.{j}.present"], S[f"net.{j}.kind"] == ENVELOPE_RESPONSE),
                             S[f"net.{j}.b"] != kafka.NOT_CONTROLLER)
@@ -151,7 +163,8 @@ def _reply_targets_in_range(S: Sym, cfg, d):
         for n in range(S.lay.n):
             for k, used in S.seq_items(f"n{n}.events"):
                 p = f"n{n}.events.{k}."
-                parts.append(z3.Implies(used, ok(S[p + "reply_how"], S[p + "reply_to"])))
+                parts.append(z3.Implies(z3.And(used, S[p + "has_reply"]),
+                                        ok(S[p + "reply_how"], S[p + "reply_to"])))
     return And(*parts)
 
 
@@ -264,6 +277,11 @@ INVARIANTS = {i.name: i for i in (
               "A channel's items are in creation order, the in-flight one first, none "
               "created in the future: items are appended at the current time, and a re-queued "
               "item goes back to the front (F-14, F-21).", _channel_oldest_first),
+    Invariant("in-flight-sent-in-time",
+              "The in-flight item was sent after it was created and not in the future, and, "
+              "if it has a timeout, before that timeout was due: a channel sends only a head "
+              "that has not expired, at the current time (F-16, F-19).",
+              _in_flight_sent_in_time),
     Invariant("not-controller-at-top-level",
               "No EnvelopeResponse in flight carries NOT_CONTROLLER inside: the controller "
               "promotes it to the envelope's own error (F-34).", _not_controller_at_top_level),
@@ -315,7 +333,8 @@ PLAN = {
            "current-version-current-epoch", "uncommitted-from-current-leader",
            "log-not-ahead-of-epoch", "current-epoch-records-from-leader"),
     "P2": ("sequence-lengths", "channel-item-kinds", "forward-items-one-hop",
-           "channel-oldest-first", "not-controller-at-top-level"),
+           "channel-oldest-first", "in-flight-sent-in-time",
+           "not-controller-at-top-level"),
     "P3": ("node-references-in-range", "reply-targets-in-range", "sequence-lengths", "replay-not-ahead", "registered-only-with-registration",
            "channel-item-kinds", "registration-items-current", "self-requests-current",
            "leader-self-records-current", "messages-to-live-nodes",

@@ -58,20 +58,22 @@ def envelope_never_nested(S: Sym, cfg: ModelConfig, d: Design):
                             S[f"net.{j}.b"] <= 1) for j in range(S.lay.cap.network)))
 
 
-def _channel_items(S: Sym, n: int):
-    """(in use, item prefix) for node n's in-flight item and queue slots."""
-    out = [(S.node(n, "ch.inflight.present"), f"n{n}.ch.inflight")]
-    for k, used in S.seq_items(f"n{n}.ch.queue"):
-        out.append((used, f"n{n}.ch.queue.{k}"))
-    return out
-
-
 def forward_ends_by_deadline(S: Sym, cfg: ModelConfig, d: Design):
+    """In flight: now - sent <= the timeout (the network timeout, F-16); queued: now -
+    created <= the timeout (the retry timeout, F-17, F-19), or <= twice it less one for a
+    re-queued item (in flight until now, it is due and leaves before the clock moves)."""
+    ft = cfg.forward_timeout
     parts = []
     for n in range(S.lay.n):
-        for used, p in _channel_items(S, n):
-            parts.append(z3.Implies(And(S.node(n, "alive"), used, Eq(S[p + ".kind"], FORWARD)),
-                                    S["now"] - S[p + ".created"] <= cfg.forward_timeout))
+        alive = S.node(n, "alive")
+        p = f"n{n}.ch.inflight"
+        parts.append(z3.Implies(And(alive, S[p + ".present"], Eq(S[p + ".kind"], FORWARD)),
+                                S["now"] - S[p + ".sent"] <= ft))
+        for k, used in S.seq_items(f"n{n}.ch.queue"):
+            p = f"n{n}.ch.queue.{k}"
+            limit = If(S[p + ".requeued"], 2 * ft - 1, ft)
+            parts.append(z3.Implies(And(alive, used, Eq(S[p + ".kind"], FORWARD)),
+                                    S["now"] - S[p + ".created"] <= limit))
     return And(*parts)
 
 

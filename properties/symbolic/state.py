@@ -37,9 +37,11 @@ from model.state import (NO_NODE, NO_TIME, Channel, Client, Event, Item, Msg, No
                          Quorum, Record, Reply, Response, State, Write, Zk)
 
 # Field lists of the records stored in slots: (field, sort) with sort "i" (Int) or "b" (Bool).
-ITEM_FIELDS = (("kind", "i"), ("key", "i"), ("created", "i"), ("requeued", "b"), ("hops", "i"))
+ITEM_FIELDS = (("kind", "i"), ("key", "i"), ("created", "i"), ("requeued", "b"), ("hops", "i"),
+               ("sent", "i"))
 REPLY_FIELDS = (("how", "i"), ("to", "i"), ("key", "i"), ("listener", "i"), ("hops", "i"))
-EVENT_FIELDS = (("req", "i"),) + tuple((f"reply_{f}", s) for f, s in REPLY_FIELDS) + (
+EVENT_FIELDS = (("req", "i"), ("has_reply", "b")) + tuple(
+    (f"reply_{f}", s) for f, s in REPLY_FIELDS) + (
     ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"), ("acked", "b"))
 MSG_FIELDS = tuple((f, "i") for f in Msg._fields)
 WRITE_FIELDS = (("req", "i"), ("writer", "i"), ("writer_epoch", "i"), ("zk_epoch", "i"),
@@ -344,14 +346,15 @@ class _Flat:
 
 def _flat_event(e: Event):
     d = {"req": e.req, "via_envelope": e.via_envelope, "privileged": e.privileged,
-         "sender_cluster_action": e.sender_cluster_action, "acked": e.acked}
-    for f, _ in REPLY_FIELDS:
-        d["reply_" + f] = getattr(e.reply, f)
+         "sender_cluster_action": e.sender_cluster_action, "acked": e.acked,
+         "has_reply": bool(e.reply)}
+    for f, s in REPLY_FIELDS:
+        d["reply_" + f] = getattr(e.reply, f) if e.reply else _DEFAULT[s]
     return _Flat(**d)
 
 
 def _event_of(d) -> Event:
-    reply = Reply(*(d["reply_" + f] for f, _ in REPLY_FIELDS))
+    reply = Reply(*(d["reply_" + f] for f, _ in REPLY_FIELDS)) if d["has_reply"] else ()
     return Event(d["req"], reply, d["via_envelope"], d["privileged"],
                  d["sender_cluster_action"], d["acked"])
 

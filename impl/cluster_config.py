@@ -1,0 +1,72 @@
+"""What a simulated cluster is made of: nodes with their Kafka properties, admin clients with
+their one request, ACLs and the timeouts.  Plain data, so a conformance adapter or a test can
+build one without knowing the servers.
+
+Node properties are real ``server.properties`` entries (``listeners``,
+``listener.security.protocol.map``, ``process.roles``...), validated by ``impl.config`` at
+start-up exactly as a Kafka server would (L-0..L-27).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ZK_MODE, KRAFT_MODE = "zk", "kraft"
+MUTATION, DESCRIBE, FORGED_ENVELOPE = "mutation", "describe", "forged_envelope"
+
+# Kafka's defaults (reference section 6)
+KRAFT_FORWARD_RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding channel (F-17)
+ZK_REQUEST_TIMEOUT_MS = 30_000               # request.timeout.ms (F-17 on a ZK broker)
+REGISTRATION_RETRY_TIMEOUT_MS = 5_000        # ControllerRegistrationManager's channel (R-11)
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    node_id: int
+    name: str                   # "B1", "C2"
+    role: str                   # "broker" | "controller"
+    properties: tuple           # ((key, value), ...) as in server.properties
+    principal: str              # the principal it authenticates as (User:<principal>)
+    api_max: tuple = ()         # ((api_key, max version it parses), ...) below the schemas' max
+    principal_serde: bool = True
+
+    def props(self) -> dict:
+        return dict(self.properties)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    name: str                   # also the client.id, and names its topic ("topic-<name>")
+    principal: str
+    kind: str                   # MUTATION | DESCRIBE | FORGED_ENVELOPE
+    node_id: int                # bootstrap node
+    listener: str
+    api_key: int
+    endpoint_type: int = 1      # DescribeCluster v1 EndpointType (1 broker, 2 controller)
+    claimed_principal: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    mode: str                   # ZK_MODE | KRAFT_MODE
+    nodes: tuple                # tuple[NodeConfig]
+    clients: tuple              # tuple[ClientConfig]
+    acls: frozenset             # frozenset[(principal, operation)]
+    metadata_version: int = 15
+    initial_controller: int | None = 0
+    initially_registered: tuple = ()
+    registration: bool = False
+    zk_forwarding: bool = True
+    forward_retry_timeout_ms: int = KRAFT_FORWARD_RETRY_TIMEOUT_MS
+    registration_retry_timeout_ms: int = REGISTRATION_RETRY_TIMEOUT_MS
+    request_timeout_ms: int = ZK_REQUEST_TIMEOUT_MS
+    tick_ms: int = 1_000        # how far the clock moves per "clock ticks" event
+    max_time_ms: int | None = None
+    max_in_flight: int | None = None    # network capacity (messages in flight), None: unbounded
+    bugs: frozenset = field(default_factory=frozenset)   # injected implementation bugs (tests)
+
+    def node(self, node_id: int) -> NodeConfig:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise KeyError(node_id)

@@ -1,0 +1,377 @@
+"""Run a campaign: ``run_campaign(spec, engine=...) -> CampaignSummary``.
+
+The runner maps ``shard.run_shard`` over the spec's tasks with one of three executors and
+writes every finished shard to the result store at once, so that nothing finished is lost:
+
+``serial``      in this process, one shard after another;
+``processes``   a ``concurrent.futures.ProcessPoolExecutor`` with the *spawn* start method
+                (no state inherited from the driver: the workers see what a Spark executor
+                sees); workers ignore SIGINT, so a Ctrl-C reaches only the driver;
+``spark``       ``kipcheck.campaign.spark.SparkShardExecutor(master=, executors=)``, imported
+                only here and only for this engine (the one module that imports pyspark); its
+                ``map_shards(spec, tasks)`` yields shard records (dicts) as they finish.
+
+``resume=True`` skips the shards already on disk (same spec and model required).  On Ctrl-C
+the finished shards stay on disk and the summary says how to resume.
+
+After the run, the determinism check re-runs ``spec.determinism_check`` finished shards,
+sampled with a ``random.Random`` seeded from the campaign seed, in this process, and compares
+their digests with the recorded ones.  A mismatch means a shard's result is not a function of
+its seed (a nondeterministic engine, a time cap that cut one run short, a model change between
+runs): the campaign fails with exit code 1 and the seeds are named, because a campaign whose
+seeds do not replay has no reproducible failures and no trustworthy merged coverage.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from kipcheck.campaign.results import CampaignError, Merged, ResultStore, merge
+from kipcheck.campaign.seeds import shard_tasks
+from kipcheck.campaign.shard import ShardResult, _model_hash, run_shard, run_shard_record
+
+__all__ = ["run_campaign", "CampaignSummary", "CampaignProgress", "DeterminismMismatch",
+           "ShardError", "determinism_sample", "EXECUTORS"]
+
+EXECUTORS = ("spark", "processes", "serial")
+
+
+class ShardError(Exception):
+    """A shard raised instead of returning a result: a bug in an engine or the model, not a
+    property violation.  The shards finished before it are on disk (``--resume``)."""
+
+    def __init__(self, task, error: BaseException):
+        self.task = task                # None: the executor could not say which shard
+        self.error = error
+        what = f"shard {task.key} (seed {task.seed})" if task is not None else "a shard batch"
+        super().__init__(f"{what} crashed: {type(error).__name__}: {error}")
+
+
+@dataclass
+class CampaignProgress:
+    """What the progress callback gets after every finished shard."""
+    done: int                   # shards finished, earlier runs (resume) included
+    total: int
+    ran: int                    # shards finished by this run
+    steps: int                  # model steps of this run's shards
+    elapsed: float              # wall seconds of this run
+    failures: int               # failures found so far (not de-duplicated), this run
+    last: ShardResult | None = None
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.elapsed if self.elapsed > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class DeterminismMismatch:
+    index: int
+    key: str
+    seed: int
+    recorded: str
+    rerun: str
+    reason: str = ""            # what differs, when it can be named
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "key": self.key, "seed": self.seed,
+                "recorded": self.recorded, "rerun": self.rerun, "reason": self.reason}
+
+
+@dataclass
+class CampaignSummary:
+    spec: object
+    engine: str
+    directory: str
+    total: int                  # tasks in the campaign
+    done: int                   # finished (on disk)
+    ran: int                    # finished by this run
+    skipped: int                # already on disk when this run began (resume)
+    interrupted: bool
+    seconds: float              # wall time of this run
+    merged: Merged | None
+    determinism_checked: tuple = ()     # seeds re-run
+    determinism_mismatches: tuple = ()  # DeterminismMismatch
+    variants_found: dict = field(default_factory=dict)     # variant -> properties violated
+    variants_missing: tuple = ()
+    correct_failures: tuple = ()        # MergedFailure of the correct design
+    resume_hint: str = ""
+    model_hashes: tuple = ()            # models seen: shards', loaded, on disk (one, normally)
+
+    @property
+    def ok(self) -> bool:
+        """No failure of the correct design, every variant found, seeds replay, all done."""
+        return (not self.interrupted and self.done == self.total and not self.correct_failures
+                and not self.variants_missing and not self.determinism_mismatches
+                and len(self.model_hashes) <= 1)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 0 if self.ok else 1
+
+    def problems(self) -> list:
+        out = []
+        for f in self.correct_failures:
+            out.append(f"the correct design violates {f.property} on {f.config} "
+                       f"(seed {f.seeds[0]})")
+        for v in self.variants_missing:
+            out.append(f"variant {v} not found")
+        if self.determinism_mismatches:
+            out.append("NONDETERMINISTIC shards (re-run digest differs): " + ", ".join(
+                f"seed {m.seed} ({m.key}: {m.reason})" for m in self.determinism_mismatches))
+        if len(self.model_hashes) > 1:
+            out.append(f"the model changed during the campaign (models "
+                       f"{', '.join(self.model_hashes)}): its shards do not merge; run it "
+                       f"again on one model")
+        if self.done < self.total and not self.interrupted:
+            out.append(f"{self.total - self.done} shards did not finish")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"campaign": self.spec.name, "seed": self.spec.seed, "engine": self.engine,
+                "directory": self.directory, "tasks": self.total, "done": self.done,
+                "ran": self.ran, "skipped": self.skipped, "interrupted": self.interrupted,
+                "seconds": round(self.seconds, 3), "ok": self.ok,
+                "exit_code": self.exit_code, "problems": self.problems(),
+                "variants_found": {v: sorted(p) for v, p in self.variants_found.items()},
+                "variants_missing": list(self.variants_missing),
+                "determinism": {"checked": list(self.determinism_checked),
+                                "mismatches": [m.to_dict()
+                                               for m in self.determinism_mismatches]},
+                "model_hashes": list(self.model_hashes),
+                "merged": self.merged.to_dict() if self.merged is not None else None,
+                "resume_hint": self.resume_hint}
+
+
+# ---- executors ------------------------------------------------------------------------------
+
+def _worker_init() -> None:
+    """Process-pool worker set-up: Ctrl-C goes to the driver only (a worker that caught it
+    would end its shard early); Hypothesis's storage (written even with database=None,
+    spark-notes P9) goes to a temporary directory, not the user's working directory."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                          os.path.join(tempfile.gettempdir(), "kipcheck-hypothesis"))
+
+
+def _serial(spec, tasks):
+    for t in tasks:
+        try:
+            rec = run_shard_record(spec, t)
+        except (KeyboardInterrupt, CampaignError):
+            raise
+        except Exception as e:
+            raise ShardError(t, e) from e
+        yield rec
+
+
+def _processes(spec, tasks, workers):
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    workers = workers or min(len(tasks), os.cpu_count() or 1) or 1
+    pool = ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init)
+    pending: dict = {}
+    clean = False
+    try:
+        todo = list(tasks)
+        todo.reverse()
+        # a bounded window of submitted tasks: a cancelled campaign has little queued work
+        while todo or pending:
+            while todo and len(pending) < 2 * workers:
+                task = todo.pop()
+                pending[pool.submit(run_shard_record, spec, task)] = task
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: pending[f].index):
+                task = pending.pop(fut)
+                try:
+                    rec = fut.result()
+                except Exception as e:
+                    raise ShardError(task, e) from e
+                yield rec
+        clean = True
+    finally:
+        if clean:
+            pool.shutdown(wait=True)
+        else:
+            # interrupted or failed: drop queued shards and stop the running ones (their
+            # results would be discarded anyway; finished shards are already on disk)
+            for fut in pending:
+                fut.cancel()
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+            for p in procs:
+                p.join(timeout=5)
+
+
+def _spark_executor(master, executors):
+    """Start ``kipcheck.campaign.spark.SparkShardExecutor`` (the only pyspark import);
+    CampaignError if Spark cannot run here."""
+    hint = "install pyspark and Java 17+ (pip install 'kipcheck[spark]') or run with " \
+           "--engine processes"
+    try:
+        from kipcheck.campaign import spark as spark_mod
+    except ImportError as e:
+        raise CampaignError(f"the spark engine is not available ({e}); {hint}") from None
+    unavailable = getattr(spark_mod, "SparkUnavailable", ImportError)
+    try:
+        return spark_mod, spark_mod.SparkShardExecutor(master=master, executors=executors)
+    except (ImportError, unavailable) as e:
+        raise CampaignError(f"the spark engine is not available: {e}") from None
+
+
+def _spark(spark_mod, ex, spec, tasks):
+    failed = getattr(spark_mod, "ShardBatchFailed", ())
+    try:
+        yield from ex.map_shards(spec, tasks)
+    except failed as e:
+        raise ShardError(None, e) from e
+    finally:
+        close = getattr(ex, "close", None) or getattr(ex, "stop", None)
+        if close is not None:
+            close()
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+def _difference(a: ShardResult, b: ShardResult) -> str:
+    """The first deterministic field on which two runs of one shard differ, in words."""
+    if a.model_hash != b.model_hash:
+        return (f"the model changed between the run and the re-run (model {a.model_hash}, "
+                f"now {b.model_hash})")
+    if a.stop_reason != b.stop_reason:
+        return f"stopped by {a.stop_reason!r}, re-run by {b.stop_reason!r}"
+    for name in ("swarms", "steps", "fingerprints", "witnesses", "actions", "failures"):
+        if getattr(a, name) != getattr(b, name):
+            return f"{name} differ"
+    return "digests differ"
+
+
+def determinism_sample(spec, indices) -> list:
+    """The finished task indices the determinism check re-runs: ``spec.determinism_check``
+    of them, drawn by a ``random.Random`` seeded from the campaign seed."""
+    pool = sorted(indices)
+    k = min(spec.determinism_check, len(pool))
+    return sorted(random.Random(f"kipcheck-determinism:{spec.seed}").sample(pool, k))
+
+
+def run_campaign(spec, *, engine: str = "spark", master: str | None = None,
+                 executors: int | None = None, resume: bool = False, progress=None,
+                 log=None) -> CampaignSummary:
+    """Run ``spec`` (a ``CampaignSpec``) into ``spec.output``.
+
+    ``engine``: "spark", "processes" or "serial".  ``master``: the Spark master URL (default:
+    local mode).  ``executors``: Spark executors or pool processes.  ``resume``: continue a
+    campaign in ``spec.output``.  ``progress``: called with a ``CampaignProgress`` after every
+    shard (an exception it raises, KeyboardInterrupt included, stops the run as a Ctrl-C
+    would).  ``log``: called with a line of text for the slower phases (coverage, the
+    determinism check).  Raises ``CampaignError`` for a campaign that cannot run as asked."""
+    if engine not in EXECUTORS:
+        raise CampaignError(f"unknown engine {engine!r}; engines: {', '.join(EXECUTORS)}")
+    if master is not None and engine != "spark":
+        raise CampaignError("--master applies to --engine spark only")
+    if executors is not None and executors < 1:
+        raise CampaignError("--executors must be a positive number")
+    loaded_model = _model_hash()                # the model this process has loaded
+    store = ResultStore(spec.output)
+    tasks = shard_tasks(spec)
+    store.check(spec, resume=resume)            # before anything is started or written
+    finished = store.finished_indices()
+    todo = [t for t in tasks if t.index not in finished]
+    spark = _spark_executor(master, executors) if engine == "spark" and todo else None
+    store.begin(spec, engine=engine, master=master, executors=executors, resume=resume,
+                tasks=len(tasks))
+    skipped = len(tasks) - len(todo)
+    by_index = {t.index: t for t in tasks}
+    t0 = time.perf_counter()
+    ran = steps = failures = 0
+    interrupted = False
+    if engine == "serial":
+        stream = _serial(spec, todo)
+    elif engine == "processes":
+        stream = _processes(spec, todo, executors)
+    else:
+        stream = _spark(*spark, spec, todo) if spark else iter(())
+    try:
+        if todo:
+            for rec in stream:
+                result = ShardResult.from_record(rec)
+                task = by_index.get(result.index)
+                if task is None or task.key != result.key or task.seed != result.seed:
+                    raise CampaignError(f"the executor returned shard {result.index} "
+                                        f"({result.key}) that is not a task of this campaign")
+                store.write(result)
+                ran += 1
+                steps += result.steps
+                failures += len(result.failures)
+                if progress is not None:
+                    progress(CampaignProgress(skipped + ran, len(tasks), ran, steps,
+                                              time.perf_counter() - t0, failures, result))
+    except KeyboardInterrupt:
+        interrupted = True
+    except BaseException:
+        store.end("crashed", ran)
+        raise
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()                 # stops the pool / Spark job at once
+    seconds = time.perf_counter() - t0
+    done_set = store.finished_indices()
+    hint = ""
+    if interrupted:
+        store.end("interrupted", ran)
+        src = spec.source or "SPEC.toml"
+        hint = (f"kipcheck campaign {src} --resume --out {spec.output}")
+        return CampaignSummary(spec, engine, str(store.dir), len(tasks), len(done_set), ran,
+                               skipped, True, seconds, None, resume_hint=hint)
+    results = store.load_all()
+    checked, mismatches = (), ()
+    sample = determinism_sample(spec, done_set)
+    if sample:
+        if log:
+            log(f"determinism check: re-running {len(sample)} shards in this process")
+        recorded = {r.index: r for r in results}
+        mism = []
+        for i in sample:
+            again = run_shard(spec, by_index[i])
+            if again.digest != recorded[i].digest:
+                mism.append(DeterminismMismatch(i, recorded[i].key, recorded[i].seed,
+                                                recorded[i].digest, again.digest,
+                                                _difference(recorded[i], again)))
+        checked = tuple(recorded[i].seed for i in sample)
+        mismatches = tuple(mism)
+    # The model must not have changed while the campaign ran: shards of two models do not
+    # merge, and the reachable-set cache is keyed by the hash of the files on disk, so a
+    # process that loaded the old model would measure against (or store) the wrong set.
+    from properties.trace import model_hash
+    hashes = tuple(sorted({r.model_hash for r in results} | {loaded_model, model_hash()}))
+    merged = merge(results, spec=spec, coverage=spec.coverage if len(hashes) == 1 else "never",
+                   progress=log)
+    if len(hashes) > 1:
+        for g in merged.groups:
+            g.coverage_note = (f"{g.distinct:,} distinct states visited; coverage not "
+                               f"measured: the model changed during the campaign")
+    found: dict = {}
+    for f in merged.failures:
+        if f.variant != "correct":
+            found.setdefault(f.variant, set()).add(f.property)
+    missing = tuple(v for v in spec.variants if v != "correct" and v not in found)
+    correct = tuple(f for f in merged.failures if f.variant == "correct")
+    summary = CampaignSummary(spec, engine, str(store.dir), len(tasks), len(done_set), ran,
+                              skipped, False, seconds, merged, checked, mismatches, found,
+                              missing, correct, model_hashes=hashes)
+    store.end("finished" if len(done_set) == len(tasks) else "incomplete", ran,
+              determinism={"checked": list(checked),
+                           "mismatches": [m.to_dict() for m in mismatches]},
+              ok=summary.ok)
+    return summary

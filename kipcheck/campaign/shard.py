@@ -1,0 +1,394 @@
+"""One shard of a campaign: ``run_shard(spec, task) -> ShardResult``, a pure function.
+
+A shard runs one engine on one (configuration, design variant) with the shard's seed and the
+spec's per-shard work budget, and returns plain data: no Spark, no files, nothing shared with
+other shards.  Its inputs (a frozen ``CampaignSpec`` and a ``ShardTask``) and its output
+(``ShardResult.to_record()``, a dict of ints, floats, strings and lists) pickle, so the same
+function runs in-process, in a process pool and in a Spark executor (``spark.py``).
+
+Engines
+    ``stateful``: ``properties.stateful.fuzz_spec`` with the shard seed and a *work* budget
+    (``rounds`` x ``examples_per_round`` x ``steps_per_example``); ``database=None`` and the
+    local-constant mining switched off are the engine's own settings (spark-notes P1, P2), so
+    the run is a function of the seed.  It stops at the first violation; the counterexample is
+    Hypothesis's shrunk example, minimised further by delta debugging.
+    ``random-walk``: ``rounds`` swarm rounds (each round's ``Swarm`` drawn from
+    ``round_seed(seed, r)``, like the stateful engine's) of uniform random steps over
+    ``model.next.successors`` from a ``random.Random(seed)``; a walk restarts from the initial
+    state when no allowed step is enabled, after ``walk_depth`` steps, and after a violation.
+    The first violation of each property is minimised and kept; the walk goes on, so one shard
+    can report several properties.
+    ``conformance``: ``properties.conformance.run_conformance(config, seed=, steps=)``: model
+    and implementation driven with the same steps; a result whose ``divergence`` is not None
+    is a failure (property ``conformance``; its record is a kipcheck-conformance-divergence
+    document with the model steps, replayed by ``conformance.check_steps``).  It records no
+    state fingerprints (coverage is the stateful and random-walk engines' business).
+    ``nondeterministic-test``: a random walk whose seed mixes in the process id and the clock.
+    It exists to prove that the determinism check catches a shard that does not reproduce,
+    and is enabled only by ``KIPCHECK_CAMPAIGN_TEST_ENGINES=1`` (spec.TEST_ENGINE_ENV).
+
+The digest
+    ``ShardResult.digest`` is SHA-256 over the deterministic content only: task identity,
+    seed, swarms, step and state counts, the sorted fingerprints, witnesses, failures (their
+    traces included) and the model hash -- not timings, the timeline or the worker's identity.
+    Two runs of one task agree on the digest unless something is nondeterministic -- or a
+    wall-clock cap cut one run short: the ``max_seconds`` safety cap (``stop_reason`` says
+    so) or ``minimise_seconds`` on a very long counterexample (keep it generous).
+
+Fingerprints are ``hash(state) & (2**64 - 1)``: the model's states hold only ints, bools,
+tuples and frozensets, so their hash is the same in every process (model/state.py); the
+explorer's reachable set uses the same fingerprints (properties/coverage.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import socket
+import sys
+import time
+from array import array
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from kipcheck.campaign.spec import TEST_ENGINE, TEST_ENGINE_ENV, conformance_runner
+
+__all__ = ["Failure", "ShardResult", "run_shard", "run_shard_record", "run_batch"]
+
+_MASK = 2 ** 64 - 1
+_TICK = 0.5                 # seconds between timeline points
+_CHECK_EVERY = 1024         # random-walk steps between checks of the safety cap
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A property violation found by a shard, with everything needed to reproduce it."""
+    property: str               # property ID (P1..P8, L1) or "conformance"
+    clause: str | None
+    trace: str                  # the minimised counterexample: a kipcheck-trace JSON document
+    trace_length: int           # steps in the minimised trace
+    shrunk_length: int | None = None    # steps before minimising (Hypothesis's shrunk example)
+    reproduce_blob: str | None = None   # Hypothesis @reproduce_failure blob, when available
+    round: int | None = None    # the round that found it
+
+    def to_record(self) -> dict:
+        return {"property": self.property, "clause": self.clause, "trace": self.trace,
+                "trace_length": self.trace_length, "shrunk_length": self.shrunk_length,
+                "reproduce_blob": self.reproduce_blob, "round": self.round}
+
+    @classmethod
+    def from_record(cls, d: dict) -> "Failure":
+        return cls(d["property"], d.get("clause"), d["trace"], int(d["trace_length"]),
+                   d.get("shrunk_length"), d.get("reproduce_blob"), d.get("round"))
+
+    def steps_json(self) -> list:
+        """The trace's steps as JSON (what failures are de-duplicated by)."""
+        try:
+            return json.loads(self.trace).get("steps", [])
+        except (ValueError, AttributeError):
+            return []
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    index: int
+    key: str
+    config: str
+    variant: str
+    engine: str
+    shard: int
+    seed: int
+    swarms: tuple               # the swarm each round drew, as Swarm.describe() text
+    rounds: int                 # rounds run
+    steps: int                  # model steps taken (the stateful engine's shrinking included)
+    distinct: int               # distinct state fingerprints visited
+    fingerprints: tuple         # the visited fingerprints, sorted
+    witnesses: tuple            # witnesses reached, in the configuration's order
+    actions: tuple              # ((action name, steps taken), ...) sorted by name
+    failures: tuple             # tuple[Failure]
+    stop_reason: str            # "budget", "violation", "time budget"
+    model_hash: str
+    seconds: float
+    timeline: tuple = ()        # ((elapsed s, steps, distinct), ...) for coverage-over-time
+    pid: int = 0
+    hostname: str = ""
+    digest: str = field(default="")
+
+    def to_record(self) -> dict:
+        return {"index": self.index, "key": self.key, "config": self.config,
+                "variant": self.variant, "engine": self.engine, "shard": self.shard,
+                "seed": self.seed, "swarms": list(self.swarms), "rounds": self.rounds,
+                "steps": self.steps, "distinct": self.distinct,
+                "fingerprints": list(self.fingerprints), "witnesses": list(self.witnesses),
+                "actions": [{"action": a, "count": int(n)} for a, n in self.actions],
+                "failures": [f.to_record() for f in self.failures],
+                "stop_reason": self.stop_reason, "model_hash": self.model_hash,
+                "seconds": float(self.seconds),
+                "timeline": [{"elapsed": float(e), "steps": int(s), "distinct": int(d)}
+                             for e, s, d in self.timeline],
+                "pid": self.pid, "hostname": self.hostname, "digest": self.digest}
+
+    @classmethod
+    def from_record(cls, d: dict) -> "ShardResult":
+        return cls(index=int(d["index"]), key=d["key"], config=d["config"],
+                   variant=d["variant"], engine=d["engine"], shard=int(d["shard"]),
+                   seed=int(d["seed"]), swarms=tuple(d["swarms"] or ()),
+                   rounds=int(d["rounds"]), steps=int(d["steps"]), distinct=int(d["distinct"]),
+                   fingerprints=tuple(d["fingerprints"] or ()),
+                   witnesses=tuple(d["witnesses"] or ()),
+                   actions=tuple((a["action"], int(a["count"])) for a in d["actions"] or ()),
+                   failures=tuple(Failure.from_record(f) for f in d["failures"] or ()),
+                   stop_reason=d["stop_reason"], model_hash=d["model_hash"],
+                   seconds=float(d["seconds"]),
+                   timeline=tuple((t["elapsed"], t["steps"], t["distinct"])
+                                  for t in d.get("timeline") or ()),
+                   pid=int(d.get("pid") or 0), hostname=d.get("hostname") or "",
+                   digest=d["digest"])
+
+    def compute_digest(self) -> str:
+        content = {
+            "index": self.index, "key": self.key, "config": self.config,
+            "variant": self.variant, "engine": self.engine, "shard": self.shard,
+            "seed": self.seed, "swarms": list(self.swarms), "rounds": self.rounds,
+            "steps": self.steps, "distinct": self.distinct, "witnesses": list(self.witnesses),
+            "actions": [list(p) for p in self.actions],
+            "failures": [{k: v for k, v in f.to_record().items() if k != "reproduce_blob"}
+                         for f in self.failures],
+            "stop_reason": self.stop_reason, "model_hash": self.model_hash,
+        }
+        h = hashlib.sha256(json.dumps(content, sort_keys=True).encode())
+        fps = array("Q", sorted(self.fingerprints))
+        if sys.byteorder != "little":          # the same bytes on every machine
+            fps.byteswap()
+        h.update(fps.tobytes())
+        return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _model_hash() -> str:
+    from properties.trace import model_hash
+    return model_hash()
+
+
+def run_shard(spec, task) -> "ShardResult":
+    """Run ``task`` (a ``ShardTask`` of ``spec``).  Pure: the deterministic content of the
+    result is a function of ``spec`` and ``task``."""
+    from properties.kafka_spec import KafkaSpec
+    _maybe_die_for_test(task)
+    kspec = KafkaSpec.named(task.config, task.variant)
+    t0 = time.perf_counter()
+    if task.engine == "stateful":
+        out = _stateful(kspec, task.seed, spec.budget)
+    elif task.engine == "random-walk":
+        out = _random_walk(kspec, task.seed, spec.budget, t0, "random-walk")
+    elif task.engine == "conformance":
+        out = _conformance(task, spec.budget)
+    elif task.engine == TEST_ENGINE:
+        if os.environ.get(TEST_ENGINE_ENV) != "1":
+            raise ValueError(f"engine {TEST_ENGINE!r} is for tests only "
+                             f"({TEST_ENGINE_ENV}=1)")
+        noisy = task.seed ^ os.getpid() ^ time.perf_counter_ns()
+        out = _random_walk(kspec, noisy, spec.budget, t0, TEST_ENGINE)
+    else:
+        raise ValueError(f"unknown engine {task.engine!r}")
+    fps = tuple(sorted(out["seen"]))
+    wanted = kspec.witness_ids()
+    result = ShardResult(
+        index=task.index, key=task.key, config=task.config, variant=task.variant,
+        engine=task.engine, shard=task.shard, seed=task.seed, swarms=tuple(out["swarms"]),
+        rounds=out["rounds"], steps=out["steps"], distinct=len(fps), fingerprints=fps,
+        witnesses=tuple(w for w in wanted if w in out["witnesses"]),
+        actions=tuple(sorted((a, n) for a, n in out["actions"].items() if n)),
+        failures=tuple(out["failures"]), stop_reason=out["stop_reason"],
+        model_hash=_model_hash(), seconds=time.perf_counter() - t0,
+        timeline=tuple(out["timeline"]), pid=os.getpid(), hostname=socket.gethostname())
+    return _with_digest(result)
+
+
+def _with_digest(r: ShardResult) -> ShardResult:
+    object.__setattr__(r, "digest", r.compute_digest())
+    return r
+
+
+KILL_ENV = "KIPCHECK_CAMPAIGN_TEST_KILL"
+
+
+def _maybe_die_for_test(task) -> None:
+    """Tests only: with ``KIPCHECK_CAMPAIGN_TEST_KILL=DIR:INDEX`` the first attempt of shard
+    INDEX kills its worker process (``os._exit``), as an executor dying mid-task would; the
+    marker file DIR/killed-INDEX makes the retry run normally."""
+    hook = os.environ.get(KILL_ENV)
+    if not hook:
+        return
+    directory, _, index = hook.rpartition(":")
+    if str(task.index) != index:
+        return
+    marker = os.path.join(directory, f"killed-{index}")
+    if not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
+        os._exit(17)
+
+
+def run_shard_record(spec, task) -> dict:
+    """``run_shard(spec, task).to_record()``: what a worker sends back."""
+    return run_shard(spec, task).to_record()
+
+
+def run_batch(spec, tasks) -> list:
+    """Several shards in one call (a Spark partition: tasks should run >= 1 s each, P7)."""
+    return [run_shard_record(spec, t) for t in tasks]
+
+
+# ---- engines --------------------------------------------------------------------------------
+
+def _stateful(kspec, seed, budget) -> dict:
+    from properties.stateful import Profile, Swarm, fuzz_spec, round_seed
+    prof = Profile("campaign", rounds=budget.rounds,
+                   examples_per_round=budget.examples_per_round,
+                   steps_per_example=budget.steps_per_example,
+                   time_budget=float(budget.max_seconds))
+    r = fuzz_spec(kspec, seed=seed, profile=prof, minimise_seconds=budget.minimise_seconds)
+    if r.stop_reason == "interrupted":
+        # a Ctrl-C inside the worker: this shard is not finished and must not be recorded
+        raise KeyboardInterrupt
+    failures = []
+    if r.found:
+        failures.append(Failure(r.property, r.clause, json.dumps(r.trace.to_json()),
+                                len(r.trace.steps), r.shrunk_length, None,
+                                r.failed_round.index if r.failed_round else None))
+    swarms = [Swarm.draw(kspec, round_seed(seed, i)).describe() for i in range(r.rounds)]
+    return {"seen": r.visited or set(), "swarms": swarms, "rounds": r.rounds,
+            "steps": r.steps_run, "witnesses": set(r.witnesses_reached),
+            "actions": dict(r.action_counts),
+            "failures": failures, "timeline": r.timeline,
+            "stop_reason": {"rounds": "budget"}.get(r.stop_reason, r.stop_reason)}
+
+
+def _random_walk(kspec, seed, budget, t0, engine) -> dict:
+    from properties.stateful import Swarm, minimise, round_seed
+    from properties.trace import Trace
+    rng = random.Random(seed)
+    fingerprint, successors, violation = kspec.fingerprint, kspec.successors, kspec.violation
+    init = kspec.initial_states()[0]
+    init_succ = successors(init)
+    seen = {fingerprint(init) & _MASK}
+    wanted = list(kspec.witness_ids())
+    reached: set = set()
+    failures, failed = [], set()
+    timeline = []
+    swarms = []
+    actions: dict = {}
+    steps = 0
+    stop_reason = "budget"
+
+    def fail(prop, path, r):
+        failed.add(prop)
+        mini, clause = minimise(kspec, path, prop, max_seconds=budget.minimise_seconds)
+        trace = Trace(kspec.cfg.name, kspec.variant, tuple(mini), prop, clause, engine=engine)
+        failures.append(Failure(prop, clause, json.dumps(trace.to_json()), len(mini),
+                                len(path), None, r))
+
+    prop0 = violation(init, init_succ)
+    if prop0 is not None:               # the initial state itself violates: nothing to walk
+        fail(prop0, [], 0)
+        return {"seen": seen, "swarms": [], "rounds": 0, "steps": 0, "witnesses": reached,
+                "actions": actions,
+                "failures": failures, "timeline": [(0.0, 0, 1)], "stop_reason": "violation"}
+    rounds = budget.rounds
+    per_round, extra = divmod(budget.walk_steps, rounds)
+    last_tick = time.perf_counter()
+    for r in range(rounds):
+        sw = Swarm.draw(kspec, round_seed(seed, r))
+        swarms.append(sw.describe())
+        disabled = frozenset(sw.disabled)
+        quota = per_round + (extra if r == rounds - 1 else 0)
+        state, succ, path = init, init_succ, []
+        taken = 0
+        while taken < quota:
+            allowed = [p for p in succ if p[0].action not in disabled] if disabled else succ
+            if not allowed or len(path) >= budget.walk_depth:
+                if not path:
+                    break               # nothing this swarm allows from the initial state
+                state, succ, path = init, init_succ, []
+                continue
+            st, nxt = allowed[rng.randrange(len(allowed))]
+            taken += 1
+            path.append(st)
+            actions[st.action] = actions.get(st.action, 0) + 1
+            if wanted:
+                hit = kspec.witnesses_hit(state, st, nxt, wanted)
+                if hit:
+                    reached.update(hit)
+                    wanted = [w for w in wanted if w not in reached]
+            seen.add(fingerprint(nxt) & _MASK)
+            nsucc = successors(nxt)
+            prop = violation(nxt, nsucc)
+            if prop is not None:
+                if prop not in failed:
+                    fail(prop, path, r)
+                state, succ, path = init, init_succ, []
+            else:
+                state, succ = nxt, nsucc
+            if taken % _CHECK_EVERY == 0:
+                now = time.perf_counter()
+                if now - last_tick >= _TICK:
+                    last_tick = now
+                    timeline.append((round(now - t0, 3), steps + taken, len(seen)))
+                if now - t0 >= budget.max_seconds:
+                    stop_reason = "time budget"
+                    break
+        steps += taken
+        if stop_reason != "budget":
+            break
+    timeline.append((round(time.perf_counter() - t0, 3), steps, len(seen)))
+    return {"seen": seen, "swarms": swarms, "rounds": len(swarms), "steps": steps,
+            "witnesses": reached, "actions": actions, "failures": failures, "timeline": timeline,
+            "stop_reason": stop_reason}
+
+
+CONFORMANCE_FORMAT = "kipcheck-conformance-divergence"
+
+
+def _conformance(task, budget) -> dict:
+    """One conformance shard: ``properties.conformance.run_conformance`` on the configuration
+    with the shard seed, ``rounds * examples_per_round`` examples of ``conformance_steps``
+    model steps (each applied to the model and to the implementation).  Contract used: the
+    result has ``divergence`` (None when the two sides agreed on every step; else an object
+    with ``steps``, the model steps up to the diverging one, and optionally ``to_json()`` and
+    ``describe()``), ``steps`` (model steps run) and optionally ``actions`` (per-action
+    counts).  The engine draws with Hypothesis, so the run is wrapped like the stateful
+    engine's: no local constants mined (spark-notes P1)."""
+    import inspect
+    from properties.stateful import _without_local_constants
+    run = conformance_runner()
+    if run is None:
+        raise ValueError("the conformance engine is not available (properties.conformance)")
+    t0 = time.perf_counter()
+    kwargs = {"seed": task.seed, "steps": budget.conformance_steps}
+    try:
+        if "examples" in inspect.signature(run).parameters:
+            kwargs["examples"] = budget.rounds * budget.examples_per_round
+    except (TypeError, ValueError):
+        pass
+    with _without_local_constants():
+        res = run(task.config, **kwargs)
+    div = getattr(res, "divergence", None)
+    failures = []
+    if div is not None:
+        steps = [st.to_json() if hasattr(st, "to_json") else st
+                 for st in getattr(div, "steps", ()) or ()]
+        text = div.describe() if hasattr(div, "describe") else str(div)
+        doc = {"format": CONFORMANCE_FORMAT, "version": 1, "config": task.config,
+               "seed": task.seed, "model_hash": _model_hash(), "steps": steps,
+               "divergence": div.to_json() if hasattr(div, "to_json") else text,
+               "description": text}
+        failures.append(Failure("conformance", text.splitlines()[0][:200] if text else None,
+                                json.dumps(doc), len(steps), None, None, 0))
+    n = getattr(res, "steps", 0)
+    n = n if isinstance(n, int) else len(n)
+    return {"seen": set(), "swarms": [], "rounds": 1, "steps": n, "witnesses": set(),
+            "actions": dict(getattr(res, "actions", None) or {}), "failures": failures,
+            "timeline": [(round(time.perf_counter() - t0, 3), n, 0)],
+            "stop_reason": "violation" if failures else "budget"}

@@ -1,0 +1,492 @@
+"""Conformance: the model and the reference implementation driven with the same steps
+(DESIGN section 6, conformance).
+
+One adapter, this module, stands between them: ``impl`` never sees the model.  It
+
+- builds the implementation's cluster from a ``ModelConfig`` (real ``server.properties`` for
+  every node, Kafka's timeouts scaled to the model's ticks);
+- maps each model ``Step`` to the implementation's event of the same name, a message step to
+  the in-flight implementation message whose *projection* is the model's message (decoded
+  from the real bytes: API key, client id, versions, error codes, incarnation_id);
+- projects the implementation onto the model's observations (``model.observe``): the final
+  responses clients received, DescribeCluster endpoints, durable writes (ZooKeeper znodes or
+  committed metadata records) with writer and epoch, RegisterControllerRecords, and each
+  controller's registered flag; and the network: the multiset of in-flight messages.
+
+After every step the two must agree.  A ``Divergence`` names the first step where they do not,
+with both sides' views.
+
+Two drivers: ``check_steps`` (a given model trace), and ``run_conformance`` (Hypothesis picks
+model steps among the enabled ones; a divergence is shrunk to a shortest trace).  The other
+direction, ``validate_impl_run``, lets the implementation run free in its own seeded
+simulator, maps every event it took to a model step, and checks that the model can take the
+same step and ends in the same observation: traces recorded from the implementation are
+validated against the model.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from model import kafka
+from model import next as model_next
+from model.config import (BROKER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
+                          INTER_BROKER_LISTENER, KRAFT, Design, ModelConfig)
+from model.configs import CONFIGS
+from model.observe import Observation, observe
+from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, Msg)
+from model.step import Step
+
+from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FORGED_ENVELOPE as I_FORGED,
+                                 KRAFT_FORWARD_RETRY_TIMEOUT_MS, KRAFT_MODE, MUTATION as I_MUTATION,
+                                 REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
+                                 ClientConfig, ClusterConfig, NodeConfig)
+
+# The implementation bugs a test may inject (impl/cluster.py honours them): the ZK
+# controller writes without the CheckOp on /controller_epoch's zkVersion (KAFKA-6082's
+# zombie write, Z-2).
+KNOWN_BUGS = ("skip-check-op",)
+
+PROFILES = {          # (examples, steps per example)
+    "ci": (60, 40),
+    "dev": (600, 60),
+    "nightly": (6000, 80),
+}
+
+
+# ---- the world: ModelConfig -> ClusterConfig ------------------------------------------------
+
+def _host(name: str) -> str:
+    return name.lower()
+
+
+def _port(i: int, j: int) -> int:
+    return 9092 + 100 * i + j
+
+
+def node_properties(cfg: ModelConfig, i: int) -> tuple:
+    """The server.properties of model node ``i``: what an operator would write."""
+    spec = cfg.nodes[i]
+    listeners = ",".join(f"{lst.name}://{_host(spec.name)}:{_port(i, j)}"
+                         for j, lst in enumerate(spec.listeners))
+    protocols = {lst.name: lst.protocol for n in cfg.nodes for lst in n.listeners}
+    if cfg.mode == "zk":
+        inter = cfg.node_listener(i, INTER_BROKER_LISTENER)
+        props = [("broker.id", str(i)), ("zookeeper.connect", "zk1:2181"),
+                 ("listeners", listeners), ("advertised.listeners", listeners),
+                 ("listener.security.protocol.map",
+                  ",".join(f"{k}:{v}" for k, v in sorted(protocols.items())))]
+        if inter is not None:
+            props.append(("inter.broker.listener.name", inter.name))
+        if cfg.zk_forwarding:
+            # F-4: ZK brokers forward only during a KRaft migration, which needs the KRaft
+            # quorum's listener and voters configured (L-24), while the ZK controller is
+            # still the active one (the phase the model's ZK configurations describe).
+            protocols.setdefault("CONTROLLER", "SSL")
+            props = [(k, ",".join(f"{a}:{b}" for a, b in sorted(protocols.items())))
+                     if k == "listener.security.protocol.map" else (k, v) for k, v in props]
+            props += [("zookeeper.metadata.migration.enable", "true"),
+                      ("inter.broker.protocol.version", "3.7-IV0"),
+                      ("controller.listener.names", "CONTROLLER"),
+                      ("controller.quorum.voters", "3000@kraft1:9093")]
+        return tuple(props)
+    controller_names = sorted({lst.name for n in cfg.nodes for lst in n.listeners
+                               if lst.role == CONTROLLER_LISTENER})
+    voters = ",".join(f"{c}@{_host(cfg.nodes[c].name)}:{_port(c, 0)}" for c in cfg.controllers())
+    props = [("process.roles", spec.role), ("node.id", str(i)),
+             ("controller.quorum.voters", voters),
+             ("controller.listener.names", ",".join(controller_names)),
+             ("listeners", listeners),
+             ("listener.security.protocol.map",
+              ",".join(f"{k}:{v}" for k, v in sorted(protocols.items())))]
+    if spec.role == BROKER:
+        props.append(("advertised.listeners", listeners))
+        inter = cfg.node_listener(i, INTER_BROKER_LISTENER)
+        if inter is not None:
+            props.append(("inter.broker.listener.name", inter.name))
+    return tuple(props)
+
+
+def tick_ms(cfg: ModelConfig) -> int:
+    """Milliseconds per model tick, chosen so that Kafka's own timeout for the timer the
+    configuration exercises is exactly the model's number of ticks: the registration
+    channel's 5000 ms (R-11) where controllers register, else the forwarding channel's retry
+    timeout (60000 ms on a KRaft broker, request.timeout.ms = 30000 ms on a ZK broker, F-17).
+    The other timer is then configured at the model's ratio (the model orders events against
+    deadlines, not against the real ratio of two timeouts)."""
+    if cfg.registration:
+        return REGISTRATION_RETRY_TIMEOUT_MS // max(1, cfg.registration_timeout)
+    base = KRAFT_FORWARD_RETRY_TIMEOUT_MS if cfg.mode == KRAFT else ZK_REQUEST_TIMEOUT_MS
+    return base // max(1, cfg.forward_timeout)
+
+
+# the model's ACL operations as Kafka ACL bindings (operation, resource type)
+ACL_BINDINGS = {"CREATE_TOPIC": ("CREATE", "TOPIC"), "ALTER_CONFIGS": ("ALTER_CONFIGS", "TOPIC"),
+                kafka.ALTER_CLUSTER: ("ALTER", "CLUSTER"),
+                kafka.CLUSTER_ACTION: ("CLUSTER_ACTION", "CLUSTER")}
+
+
+def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
+    unknown = [b for b in bugs if b not in KNOWN_BUGS]
+    if unknown:
+        raise ValueError(f"unknown implementation bug {unknown[0]!r}; bugs: "
+                         f"{', '.join(KNOWN_BUGS)}")
+    tick = tick_ms(cfg)
+    nodes = tuple(NodeConfig(i, n.name, n.role, node_properties(cfg, i), n.principal,
+                             api_max=((kafka.CREATE_TOPICS, n.api_max),
+                                      (kafka.INCREMENTAL_ALTER_CONFIGS, min(n.api_max, 1)),
+                                      (kafka.CREATE_ACLS, min(n.api_max, 3))),
+                             principal_serde=n.principal_serde)
+                  for i, n in enumerate(cfg.nodes))
+    kinds = {DESCRIBE: I_DESCRIBE, FORGED_ENVELOPE: I_FORGED}
+    clients = tuple(ClientConfig(c.name, c.principal, kinds.get(c.kind, I_MUTATION), c.node,
+                                 c.listener, c.api, c.endpoint_type, c.claimed_principal)
+                    for c in cfg.clients)
+    return ClusterConfig(
+        name=cfg.name, mode=KRAFT_MODE if cfg.mode == KRAFT else ZK_MODE, nodes=nodes,
+        clients=clients,
+        acls=frozenset((p,) + ACL_BINDINGS[op] for p, op in cfg.acls), metadata_version=cfg.metadata_version,
+        initial_controller=cfg.initial_controller,
+        initially_registered=tuple(cfg.initially_registered), registration=cfg.registration,
+        zk_forwarding=cfg.zk_forwarding,
+        forward_retry_timeout_ms=cfg.forward_timeout * tick,
+        registration_retry_timeout_ms=cfg.registration_timeout * tick,
+        request_timeout_ms=cfg.forward_timeout * tick,
+        tick_ms=tick, max_time_ms=cfg.max_time * tick, max_in_flight=cfg.max_in_flight,
+        bugs=frozenset(bugs))
+
+
+def new_cluster(cfg: ModelConfig, seed: int, bugs=()):
+    from impl.cluster import Cluster
+    return Cluster(cluster_config(cfg, bugs), seed=seed)
+
+
+# ---- projection: implementation -> model vocabulary ------------------------------------------
+
+class Projector:
+    """Names in the implementation (node ids, client ids, topic names, incarnation UUIDs,
+    listener names, principals) -> the model's indices."""
+
+    def __init__(self, cfg: ModelConfig):
+        self.cfg = cfg
+        self.client_index = {c.name: i for i, c in enumerate(cfg.clients)}
+        self.listener_index = {name: i for i, name in enumerate(cfg.listener_names)}
+        self.principal_index = {name: i for i, name in enumerate(cfg.principal_names)}
+
+    def incarnation_rank(self, cluster, node: int, incarnation_id) -> int:
+        """The model numbers a node's process runs 0, 1, ...; the implementation draws a UUID
+        per run.  An incarnation_id no run of the node had projects to -1."""
+        history = cluster.incarnations(node)
+        return history.index(incarnation_id) if incarnation_id in history else -1
+
+    def message(self, cluster, view) -> Msg | None:
+        """The model message an implementation message stands for, or None for messages the
+        model does not have (the ApiVersions handshake on connect: the model learns the
+        controller's versions with the first send, F-35)."""
+        li = self.listener_index.get(view.listener, -1)
+        if view.kind == "EnvelopeRequest":
+            return Msg(ENVELOPE_REQUEST, view.src, view.dst, li,
+                       self.client_index.get(view.client, -1), view.api_version, view.hops,
+                       self.principal_index.get(view.sender_principal, -1))
+        if view.kind == "EnvelopeResponse":
+            return Msg(ENVELOPE_RESPONSE, view.src, view.dst, li,
+                       self.client_index.get(view.client, -1), view.error, view.inner_error)
+        if view.kind == "ControllerRegistrationRequest":
+            return Msg(REGISTRATION_REQUEST, view.src, view.dst, li, view.src,
+                       self.incarnation_rank(cluster, view.src, view.incarnation_id), 0,
+                       self.principal_index.get(view.sender_principal, -1))
+        if view.kind == "ControllerRegistrationResponse":
+            return Msg(REGISTRATION_RESPONSE, view.src, view.dst, li, view.dst, view.error,
+                       self.incarnation_rank(cluster, view.dst, view.incarnation_id))
+        return None
+
+    def network(self, cluster) -> dict:
+        """model message -> implementation message ids carrying it."""
+        out = {}
+        for view in cluster.message_views():
+            m = self.message(cluster, view)
+            if m is not None:
+                out.setdefault(m, []).append(view.id)
+        return out
+
+    def observation(self, cluster) -> Observation:
+        cfg = self.cfg
+        results = cluster.client_results()
+        responses = tuple(tuple((r.error_code, r.envelope_error)
+                                for r in results.get(c.name, ())) for c in cfg.clients)
+        endpoints = tuple(frozenset((cfg.nodes[n].name, lst) for r in results.get(c.name, ())
+                                    for n, lst in r.endpoints)
+                          for c in cfg.clients)
+        writes = tuple((self.client_index.get(w.client, -1), w.writer, w.writer_epoch)
+                       for w in cluster.durable_writes())
+        if cfg.mode == KRAFT:
+            regs = tuple((r.controller_id, self.incarnation_rank(cluster, r.controller_id,
+                                                                 r.incarnation_id))
+                         for r in cluster.registrations())
+        else:
+            regs = ()
+        registered = tuple(cluster.registered(c) for c in cfg.controllers())
+        return Observation(responses, endpoints, writes, regs, registered)
+
+
+def model_network(s) -> dict:
+    out = {}
+    for m in s.network:
+        out[m] = out.get(m, 0) + 1
+    return out
+
+
+# ---- divergences -----------------------------------------------------------------------------
+
+@dataclass
+class Divergence:
+    index: int                  # 1-based index of the diverging step (0: the initial state)
+    step: Step | None
+    kind: str                   # "not enabled in the implementation", "observation", "network",
+                                # "no such message in the implementation"
+    model: object
+    impl: object
+    steps: tuple = ()           # the steps up to and including the diverging one
+
+    def describe(self, cfg: ModelConfig | None = None) -> str:
+        where = "the initial state" if self.step is None else f"step {self.index} ({self.step})"
+        lines = [f"divergence at {where}: {self.kind}"]
+        if self.kind in ("observation", "network"):
+            lines.append(f"  model: {self.model}")
+            lines.append(f"  impl:  {self.impl}")
+        elif self.impl is not None:
+            lines.append(f"  impl: {self.impl}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "step": self.step.to_json() if self.step else None,
+                "kind": self.kind, "model": repr(self.model), "impl": repr(self.impl),
+                "steps": [s.to_json() for s in self.steps]}
+
+
+def _compare(proj: Projector, cluster, s, index, st, steps) -> Divergence | None:
+    mo, io = observe(s, proj.cfg), proj.observation(cluster)
+    if mo != io:
+        diff = {f: (getattr(mo, f), getattr(io, f)) for f in Observation._fields
+                if getattr(mo, f) != getattr(io, f)}
+        return Divergence(index, st, "observation", {k: v[0] for k, v in diff.items()},
+                          {k: v[1] for k, v in diff.items()}, tuple(steps))
+    mn = model_network(s)
+    inet = {m: len(ids) for m, ids in proj.network(cluster).items()}
+    if mn != inet:
+        only_model = sorted(set(mn) - set(inet))
+        only_impl = sorted(set(inet) - set(mn))
+        return Divergence(index, st, "network", {"only in the model": only_model},
+                          {"only in the implementation": only_impl}, tuple(steps))
+    return None
+
+
+class Driver:
+    """The model and one implementation cluster in lockstep."""
+
+    def __init__(self, cfg: ModelConfig, seed: int, design: Design = Design(), bugs=()):
+        self.cfg, self.design = cfg, design
+        self.state = model_next.initial_state(cfg)
+        self.cluster = new_cluster(cfg, seed, bugs)
+        self.proj = Projector(cfg)
+        self.steps: list = []
+
+    def start(self) -> Divergence | None:
+        return _compare(self.proj, self.cluster, self.state, 0, None, ())
+
+    def impl_event_args(self, st: Step):
+        """The implementation arguments of a model step (ids are the model's indices; a
+        message step names the implementation message that projects to the model's)."""
+        if not st.args:
+            return ()
+        arg = st.args[0]
+        kind = dict((name, k) for name, _, k, _ in model_next.ACTIONS)[st.action]
+        if kind == "msg":
+            m = Msg(*arg)
+            ids = self.proj.network(self.cluster).get(m)
+            return None if not ids else (ids[0],)
+        if kind == "client":
+            return (self.cfg.clients[arg].name,)
+        return (arg,)
+
+    def apply(self, st: Step) -> Divergence | None:
+        nxt = model_next.step(self.state, self.cfg, self.design, st)
+        if nxt is None:
+            raise ValueError(f"model step {st} is not enabled")
+        self.steps.append(st)
+        index = len(self.steps)
+        args = self.impl_event_args(st)
+        if args is None:
+            return Divergence(index, st, "no such message in the implementation", None,
+                              sorted(self.proj.network(self.cluster)), tuple(self.steps))
+        from impl.sim import Event
+        ok = self.cluster.apply(Event(st.action, args))
+        if not ok:
+            return Divergence(index, st, "not enabled in the implementation", None,
+                              self.cluster.why_not(Event(st.action, args)), tuple(self.steps))
+        self.state = nxt
+        return _compare(self.proj, self.cluster, self.state, index, st, self.steps)
+
+
+def check_steps(cfg: ModelConfig, steps, seed: int = 0, design: Design = Design(),
+                bugs=()) -> Divergence | None:
+    """Drive both sides through ``steps`` (model steps); the first divergence, or None."""
+    d = Driver(cfg, seed, design, bugs)
+    div = d.start()
+    if div:
+        return div
+    for st in steps:
+        div = d.apply(st)
+        if div:
+            return div
+    return None
+
+
+# ---- Hypothesis-driven differential testing --------------------------------------------------
+
+class _Diverged(Exception):
+    def __init__(self, div: Divergence):
+        super().__init__(div.describe())
+        self.div = div
+
+
+@dataclass
+class ConformanceResult:
+    config: str
+    seed: int
+    profile: str
+    runs: int = 0
+    steps: int = 0                  # model steps (each also applied to the implementation)
+    seconds: float = 0.0
+    divergence: Divergence | None = None
+    shrunk_from: int | None = None
+    actions: dict = field(default_factory=dict)
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def divergence_text(self) -> str | None:
+        return self.divergence.describe() if self.divergence else None
+
+    def to_dict(self) -> dict:
+        return {"config": self.config, "seed": self.seed, "profile": self.profile,
+                "runs": self.runs, "steps": self.steps, "seconds": round(self.seconds, 3),
+                "steps_per_second": round(self.steps_per_second, 1),
+                "divergence": self.divergence.to_json() if self.divergence else None,
+                "actions": dict(self.actions)}
+
+
+def run_conformance(config, *, seed: int = 0, profile: str = "ci", steps: int | None = None,
+                    examples: int | None = None, bugs=(), design: Design = Design(),
+                    progress=None) -> ConformanceResult:
+    """Hypothesis chooses model steps among the enabled ones (faults included); every step
+    is applied to the model and to the implementation and the observations compared.  A
+    divergence is shrunk by Hypothesis to a short trace and re-checked from scratch."""
+    import hypothesis
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import strategies as hs
+
+    cfg = CONFIGS[config] if isinstance(config, str) else config
+    n_examples, n_steps = PROFILES[profile]
+    n_examples = examples or n_examples
+    n_steps = steps or n_steps
+    res = ConformanceResult(cfg.name, seed, profile)
+    t0 = time.perf_counter()
+
+    def one_run(data):
+        d = Driver(cfg, seed, design, bugs)
+        div = d.start()
+        if div:
+            raise _Diverged(div)
+        res.runs += 1
+        for _ in range(n_steps):
+            succ = model_next.successors(d.state, cfg, design)
+            if not succ:
+                break
+            st, _ = succ[data.draw(hs.integers(0, len(succ) - 1))]
+            res.steps += 1
+            res.actions[st.action] = res.actions.get(st.action, 0) + 1
+            div = d.apply(st)
+            if div:
+                raise _Diverged(div)
+        if progress:
+            progress(res)
+
+    test = hypothesis.given(hs.data())(one_run)
+    test = settings(max_examples=n_examples, database=None, deadline=None,
+                    derandomize=False, suppress_health_check=list(HealthCheck),
+                    phases=(Phase.generate, Phase.shrink), print_blob=False)(test)
+    test = hypothesis.seed(seed)(test)
+    try:
+        test()
+    except _Diverged as e:
+        # Hypothesis re-raises the shrunk example's failure; re-check it from scratch.
+        div = e.div
+        res.shrunk_from = None
+        again = check_steps(cfg, div.steps, seed, design, bugs)
+        res.divergence = again or div
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+# ---- trace validation: the implementation runs free, the model follows ------------------------
+
+def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
+                      fault_rate: float = 0.15) -> tuple:
+    """Run the implementation in its own seeded simulator; map every event it takes to a
+    model step and check that the model can take it and ends in the same observation.
+    Returns (model steps taken, Divergence or None)."""
+    from impl.sim import Simulation
+    proj = Projector(cfg)
+    cluster = new_cluster(cfg, seed)
+    sim = Simulation(cluster, seed, fault_rate=fault_rate)
+    s = model_next.initial_state(cfg)
+    steps: list = []
+    div = _compare(proj, cluster, s, 0, None, steps)
+    if div:
+        return steps, div
+    budget = {"network_drops_message": cfg.max_drops, "node_crashes": cfg.max_crashes,
+              "node_restarts": cfg.max_restarts, "zk_expires_session": cfg.max_session_expiries,
+              "broker_elects_controller": cfg.max_elections,
+              "controller_becomes_leader": cfg.max_elections}
+    cluster.set_fault_budget(budget)
+    for _ in range(max_steps):
+        if cluster.now_ms > cfg.max_time * cluster.config.tick_ms:
+            break
+        before = {m: ids for m, ids in proj.network(cluster).items()}
+        event = sim.step()
+        if event is None:
+            break
+        st = _model_step(proj, cluster, event, before)
+        if st is None:
+            continue                    # an implementation-internal event (ApiVersions)
+        steps.append(st)
+        nxt = model_next.step(s, cfg, Design(), st)
+        if nxt is None:
+            return steps, Divergence(len(steps), st, "the model cannot take the "
+                                     "implementation's step", None, str(event), tuple(steps))
+        s = nxt
+        div = _compare(proj, cluster, s, len(steps), st, steps)
+        if div:
+            return steps, div
+    return steps, None
+
+
+def _model_step(proj: Projector, cluster, event, network_before: dict) -> Step | None:
+    """The model step an implementation event stands for (None: internal)."""
+    name = event.name
+    if name not in model_next.ACTION_NAMES:
+        return None
+    kind = dict((n, k) for n, _, k, _ in model_next.ACTIONS)[name]
+    if kind == "none":
+        return Step(name, ())
+    if kind == "client":
+        return Step(name, (proj.client_index[event.args[0]],))
+    if kind == "node":
+        return Step(name, (event.args[0],))
+    for m, ids in network_before.items():
+        if event.args[0] in ids:
+            return Step(name, (tuple(m),))
+    return None
