@@ -41,7 +41,8 @@ def plan(configs, variants, engines, *, symmetry: bool, seed: int) -> list:
     if "stateful" in engines:
         jobs += [("stateful", c, seed) for c in configs]
     if "conform" in engines:
-        jobs += [("conform", c, seed) for c in configs]
+        from properties.conformance import unsupported
+        jobs += [("conform", c, seed) for c in configs if unsupported(CONFIGS[c]) is None]
     if "explore" in engines:
         jobs += [("explore", c, None, symmetry) for c in configs]
         jobs += [("explore", c, v.name, symmetry) for v in variants for c in configs
@@ -194,9 +195,12 @@ def summarize(results: list, configs: list, variants: list, engines: list, why_n
             cov.append(f"{steps:,} model+impl steps")
     rows.append(cov)
     if "conform" in engines and not why_not.get("conform"):
-        bad = [c for c in configs if by.get(("conform", c, "correct", None), {}).get("divergence")]
+        ran = [c for c in configs if ("conform", c, "correct", None) in by]
+        bad = [c for c in ran if by[("conform", c, "correct", None)].get("divergence")]
+        skipped = len(configs) - len(ran)
         conf = ["model = implementation"] + ["-"] * 3 + [
-            ("DIVERGES " + ", ".join(bad)) if bad else f"agrees ({len(configs)}/{len(configs)})"]
+            (("DIVERGES " + ", ".join(bad)) if bad else f"agrees ({len(ran)}/{len(ran)})")
+            + (f"; {skipped} not applicable" if skipped else "")]
         rows.append(conf)
         failures += [f"conformance diverges on {c}" for c in bad]
     # the correct design per configuration: witnesses

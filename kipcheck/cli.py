@@ -688,8 +688,11 @@ def cmd_conform(args) -> int:
     print(f"conform {spec.cfg.name}: seed {seed}, profile {args.profile} ({examples} runs of up "
           f"to {args.steps or steps} steps)" + (f", injected bug: {', '.join(args.bug)}"
                                                 if args.bug else ""), file=out, flush=True)
-    r = run_conformance(spec.cfg, seed=seed, profile=args.profile, steps=args.steps,
-                        bugs=tuple(args.bug))
+    try:
+        r = run_conformance(spec.cfg, seed=seed, profile=args.profile, steps=args.steps,
+                            bugs=tuple(args.bug))
+    except ValueError as e:
+        raise BadInput(str(e)) from None
     print(f"{r.runs} runs, {r.steps:,} model + implementation steps in {r.seconds:.1f} s "
           f"({r.steps_per_second:,.0f} steps/s)", file=out)
     if args.json:

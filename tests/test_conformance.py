@@ -88,3 +88,12 @@ def test_nodes_are_configured_with_kafka_properties_and_timeouts():
     assert kf.forward_retry_timeout_ms == 60_000                          # F-17
     with pytest.raises(ValueError, match="unknown implementation bug"):
         cluster_config(CONFIGS["zk-forward-zombie"], bugs=("no-such-bug",))
+
+
+def test_configurations_outside_the_models_version_abstraction_are_refused():
+    """zk-small sends IncrementalAlterConfigs (versions 0-1 in Kafka), which the model's
+    per-node api_max (CreateTopics's range) does not describe: refused with the reason."""
+    with pytest.raises(ValueError, match="IncrementalAlterConfigs"):
+        cluster_config(CONFIGS["zk-small"])
+    with pytest.raises(ValueError, match="IncrementalAlterConfigs"):
+        run_conformance("kraft-small", seed=1)

@@ -141,6 +141,13 @@ class CampaignSpec:
             out.append(f"budget: {self.budget.rule_calls:,} rule calls per stateful shard is "
                        f"under a second of work; Spark pays 14-26 ms per task, so keep shards "
                        f">= 1 s (raise rounds) on Spark")
+        if "conformance" in self.engines:
+            from model.configs import CONFIGS
+            from properties.conformance import unsupported
+            skipped = sorted({c for c, _ in self.pairs() if unsupported(CONFIGS[c])})
+            if skipped:
+                out.append(f"engines: conformance skips {', '.join(skipped)} (its clients send "
+                           f"APIs whose version ranges the model does not describe)")
         return out
 
 
