@@ -27,11 +27,9 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     start = math.floor(lo / step) * step
-    ticks = []
-    t = start
-    while t <= hi + step * 1e-9:
-        ticks.append(round(t, 10))
-        t += step
+    ticks = [round(start, 10)]
+    while ticks[-1] < hi - step * 1e-9:          # the last tick covers the largest value
+        ticks.append(round(ticks[-1] + step, 10))
     return ticks
 
 
@@ -114,6 +112,9 @@ def _line_svg(fig: Figure, width: int, height: int) -> str:
             path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in s)
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.8" '
                        f'points="{path}"/>')
+            if len(s) <= 60:                      # markers, so a lone point shows too
+                out += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"/>'
+                        for x, y in s]
         ly = top + 6 + 14 * i
         out.append(f'<rect x="{left + 8}" y="{ly}" width="10" height="3" fill="{color}"/>')
         out.append(f'<text x="{left + 22}" y="{ly + 5}">{html.escape(str(name))}</text>')

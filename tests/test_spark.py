@@ -306,3 +306,15 @@ def test_explore_spark_small_config_bounded(spark):
     got = explore_spark(spec, session=spark.session, max_states=20_000)
     assert got.distinct == 20_000 and not got.complete
     assert _summary(got) == _summary(explore(spec, max_states=20_000))
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_explore_spark_equals_explore_on_kraft_small(spark):
+    """A whole small configuration: kraft-small's 522,422 states, every count equal to the
+    single-process explorer's (a few minutes: Spark pays about 0.6 s per BFS level here)."""
+    from kipcheck.campaign.spark import explore_spark
+    spec = _spec("kraft-small", "correct")
+    got = explore_spark(spec, session=spark.session)
+    assert got.complete and got.distinct == 522_422
+    assert _summary(got) == _summary(explore(spec))

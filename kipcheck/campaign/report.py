@@ -64,20 +64,25 @@ def campaign_report(summary, records) -> Report:
                     "MISMATCH for " + ", ".join(f"seed {x.seed}" for x in mism)))
     # plots
     ordered = sorted(records, key=lambda r: (r.get("finished_at") or 0.0, r["index"]))
+    reachable = {g.config: g.coverage.states_reachable for g in m.groups
+                 if g.variant == "correct" and g.coverage is not None}
     seen: dict = defaultdict(set)
-    series: dict = defaultdict(list)
-    t0 = (ordered[0].get("finished_at") or 0.0) if ordered else 0.0
+    series: dict = defaultdict(lambda: [(0.0, 0.0)])
+    start = min((r.get("finished_at") or 0.0) - (r.get("seconds") or 0.0) for r in ordered) \
+        if ordered else 0.0
     for r in ordered:
-        if r["variant"] != "correct":
+        if r["variant"] != "correct" or r["config"] not in reachable:
             continue                      # coverage of the correct design is the point
         label = r["config"]
         seen[label] |= set(r["fingerprints"] or ())
-        series[label].append((round((r.get("finished_at") or 0.0) - t0, 3), len(seen[label])))
+        series[label].append((round((r.get("finished_at") or 0.0) - start, 3),
+                              round(100.0 * len(seen[label]) / reachable[label], 3)))
     if series:
         rep.figure(Figure("coverage-over-time", "Coverage over time (correct design)", "line",
-                          xlabel="seconds since the first shard finished",
-                          ylabel="distinct states (union of shards)", series=dict(series),
-                          caption="Each point is a shard finishing."))
+                          xlabel="seconds since the campaign started",
+                          ylabel="% of the reachable states", series=dict(series),
+                          caption="Union of the shards' visited states as a share of the "
+                                  "explorer's reachable set; each point is a shard finishing."))
     by_prop: dict = defaultdict(int)
     for f in m.failures:
         by_prop[f.property] += 1

@@ -157,8 +157,9 @@ def _run_batch(fn, spec, tasks) -> Iterator[dict]:
 class SparkShardExecutor:
     """Runs campaign shards on Spark executors (``local[N]`` by default).
 
-    ``map_shards`` cuts the tasks into ``slots x waves`` contiguous batches (a Spark task costs
-    14-26 ms, so one should run for a second or more; several waves keep every executor busy
+    ``map_shards`` cuts the tasks into contiguous batches of at most two shards, and at least
+    ``slots x waves`` of them (a Spark task costs 14-26 ms, so one should run for a second or
+    more, which a shard does; several waves keep every executor busy
     when shards take unequal times) and submits every batch as its own one-task job from a pool
     of ``slots`` driver threads, so each batch's records are yielded as soon as it is done and
     the caller can write results while the campaign runs."""
@@ -191,7 +192,12 @@ class SparkShardExecutor:
         tasks = list(tasks)
         if not tasks:
             return
-        n_parts = max(1, min(len(tasks), partitions or self.slots * self.waves))
+        # Batches of at most two shards (each shard should run >= 1 s, the runner warns
+        # otherwise, so a batch outweighs a Spark task's 14-26 ms) and at least ``waves``
+        # batches per slot: results stream back every shard or two, which is what the
+        # progress line and an interrupted campaign's saved shards are made of.
+        default = max(self.slots * self.waves, -(-len(tasks) // 2))
+        n_parts = max(1, min(len(tasks), partitions or default))
         rdd = self.sc.parallelize(tasks, n_parts)
         func = functools.partial(_run_batch, fn, spec)
         group = f"kipcheck-shards-{uuid.uuid4().hex}"
