@@ -303,8 +303,7 @@ class Cluster:
         out = []
         for name in lc.controller_listener_names:
             host, port = self._address(c, name)
-            proto = lc.security_protocol_map.get(name, "PLAINTEXT") if hasattr(
-                lc, "security_protocol_map") else "PLAINTEXT"
+            proto = lc.security_protocol_map.get(name, "PLAINTEXT")
             out.append({"Name": name, "Host": host, "Port": port,
                         "SecurityProtocol": PROTOCOL_IDS.get(proto, 0)})
         return out
@@ -348,25 +347,26 @@ class Cluster:
         return {k: list(v) for k, v in self.results.items()}
 
     def durable_writes(self) -> list:
-        if self.kraft:
-            out = []
-            for entry in self.quorum.log:
-                rec = entry.record
-                if rec.name in ("TopicRecord", "ConfigRecord", "AccessControlEntryRecord"):
-                    client = self._client_of_resource(rec.data)
-                    if client and (not out or out[-1] != (client, entry.writer,
-                                                          entry.leader_epoch, entry.offset)):
-                        out.append((client, entry.writer, entry.leader_epoch, entry.offset))
-            # one write per mutation: group the records a request became by the request
-            seen, writes = set(), []
-            for client, writer, epoch, offset in out:
-                key = (client, writer, epoch)
-                if key in seen and writes and writes[-1][:3] == key:
-                    continue
-                seen.add(key)
-                writes.append(key)
-            return [DurableWrite(c, w, e) for c, w, e in writes]
-        return [DurableWrite(tag, writer, epoch) for tag, writer, epoch in self.zkc.writes()]
+        """The mutations made durable, in order: ZooKeeper writes with their writer and the
+        controller epoch it held; KRaft committed records with the leader and its epoch, one
+        per mutation (a CreateTopics's ConfigRecords belong to its TopicRecord)."""
+        if not self.kraft:
+            return [DurableWrite(tag, writer, epoch) for tag, writer, epoch in self.zkc.writes()]
+        out, topic = [], None
+        for entry in self.quorum.log:
+            rec = entry.record
+            if rec.name == "TopicRecord":
+                topic = (rec.data["Name"], entry.leader_epoch)
+            elif rec.name == "ConfigRecord" and topic == (rec.data["ResourceName"],
+                                                          entry.leader_epoch):
+                continue
+            elif rec.name not in ("ConfigRecord", "AccessControlEntryRecord"):
+                topic = None
+                continue
+            client = self._client_of_resource(rec.data)
+            if client:
+                out.append(DurableWrite(client, entry.writer, entry.leader_epoch))
+        return out
 
     def _client_of_resource(self, data) -> str | None:
         name = data.get("Name") if "TopicId" in data else data.get("ResourceName")
@@ -527,8 +527,8 @@ class Cluster:
         if not node.alive:
             self._respond(name, ClientResult(NETWORK_EXCEPTION))
             return True
-        ctx = RequestContext(c.listener, node.listeners.security_protocol_map.get(c.listener, "PLAINTEXT")
-                             if hasattr(node.listeners, "security_protocol_map") else "PLAINTEXT",
+        ctx = RequestContext(c.listener,
+                             node.listeners.security_protocol_map.get(c.listener, "PLAINTEXT"),
                              KafkaPrincipal("User", c.principal), "192.0.2.10", c.name,
                              f"client-{name}",
                              from_privileged_listener=(not self.kraft and c.listener ==
@@ -920,16 +920,23 @@ class Cluster:
             return True
         self.network.take(mid)
         conn = self.conns[m.conn]
-        node = self.nodes[m.dst]
         header = parse_request_header(m.payload)[0]
-        lc = node.listeners
-        ctx = RequestContext(conn.listener, "SSL", KafkaPrincipal("User", conn.principal),
-                             "192.0.2.%d" % (conn.src + 1), header.get("ClientId") or "",
-                             conn.id,
-                             from_privileged_listener=(not self.kraft and conn.listener ==
-                                                       lc.privileged_listener_name))
+        ctx = self._server_context(conn, header)
         self._receive_envelope(m.dst, m.payload, ctx, ("envelope", conn.id, header))
         return True
+
+    def _server_context(self, conn: Conn, header) -> RequestContext:
+        """What the receiving node knows of a request from another node: the listener and its
+        security protocol, the sender's authenticated principal and address, and whether the
+        listener is the privileged one (ZK mode, F-24, L-18)."""
+        lc = self.nodes[conn.dst].listeners
+        return RequestContext(conn.listener, lc.security_protocol_map.get(conn.listener,
+                                                                          "PLAINTEXT"),
+                              KafkaPrincipal("User", conn.principal),
+                              "192.0.2.%d" % (conn.src + 1), header.get("ClientId") or "",
+                              conn.id,
+                              from_privileged_listener=(not self.kraft and conn.listener ==
+                                                        lc.privileged_listener_name))
 
     def _response_matches(self, m: Message) -> bool:
         conn = self.conns.get(m.conn)
@@ -977,9 +984,7 @@ class Cluster:
         self.network.take(mid)
         conn = self.conns[m.conn]
         header, body = parse_request(m.payload)
-        ctx = RequestContext(conn.listener, "SSL", KafkaPrincipal("User", conn.principal),
-                             "192.0.2.%d" % (conn.src + 1), header.get("ClientId") or "",
-                             conn.id)
+        ctx = self._server_context(conn, header)
         qc = self.nodes[m.dst].qc
         reply = ("registration", conn.id, header)
         r = qc.controller_handles_registration(ctx, body, waiter=(reply, header))
