@@ -6,6 +6,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# The environment itself lives outside the work tree (one per checkout, keyed by its path) and
+# .venv is a symlink to it: tools that scan the tree (grep -r, the project's rule checks) then
+# do not read the installed packages as if they were the project's code.
+VENV_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kipcheck/venvs/$(shell pwd | cksum | cut -d' ' -f1)
 
 .PHONY: venv check test test-slow test-spark bench java-check clean
 
@@ -13,7 +17,11 @@ venv: $(STAMP)
 
 # Create the virtual environment only if it is missing.
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@if [ -e $(VENV) ] && [ ! -L $(VENV) ]; then \
+	    echo "$(VENV) is a directory from an older set-up: remove it (rm -rf $(VENV)) and run make again" >&2; exit 2; fi
+	mkdir -p $(VENV_HOME)
+	$(PYTHON) -m venv $(VENV_HOME)
+	ln -sfn $(VENV_HOME) $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 # (Re-)install only when pyproject.toml is newer than the stamp.
@@ -44,5 +52,5 @@ java-check:
 	bash scripts/require-java
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV_HOME) $(VENV) build *.egg-info .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
