@@ -1148,7 +1148,8 @@ class Cluster:
         if dry:
             return True
         node.alive = False
-        self.network.drop_where(lambda m: m.dst == n)
+        # its connections close: what was sent to it, and the responses it sent on them
+        self.network.drop_where(lambda m: m.dst == n or (m.src == n and m.kind == RESPONSE))
         for p, peer in sorted(self.nodes.items()):
             if p == n or not peer.alive or peer.channel is None:
                 continue

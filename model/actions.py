@@ -17,6 +17,8 @@ from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FOR
                          Channel, Event, Item, Msg, Node, Record, Reply, Response, State, Write,
                          replace)
 
+RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE)
+
 # --------------------------------------------------------------------------------------------
 # small pure helpers
 
@@ -776,15 +778,17 @@ def network_drops_message(s: State, cfg: ModelConfig, d: Design, m: Msg) -> Stat
 
 def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
     """Fault: a node process dies.  Messages to it are gone; requests it already sent may
-    still arrive (a late message from this incarnation); peers see their connection drop;
-    its clients see the connection close."""
+    still arrive (a late message from this incarnation); peers see their connection drop, and
+    the responses it sent on those connections go with them (a response read before the
+    crash is the other interleaving); its clients see the connection close."""
     node = s.nodes[n]
     if not node.alive or s.crashes_left <= 0:
         return None
     dead = Node(alive=False, incarnation=node.incarnation, session_expired=node.session_expired,
                 replayed=node.replayed)
     s = replace(_set_node(s, n, dead), crashes_left=s.crashes_left - 1,
-                network=frozenset(m for m in s.network if m.dst != n))
+                network=frozenset(m for m in s.network if m.dst != n
+                                  and not (m.src == n and m.kind in RESPONSES)))
     s = _forget_replies(s, _replies_to(n))       # its connections close with it
     for p in range(len(s.nodes)):
         peer = s.nodes[p]

@@ -318,3 +318,23 @@ def test_explore_spark_equals_explore_on_kraft_small(spark):
     got = explore_spark(spec, session=spark.session)
     assert got.complete and got.distinct == 522_422
     assert _summary(got) == _summary(explore(spec))
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.large
+def test_explore_spark_equals_explore_on_zk_small(spark):
+    """The other small configuration: zk-small's 4,496,477 states, every count equal to the
+    single-process explorer's.  Beyond CI's budget (the two searches take about half an hour
+    on 2 cores): ``make test-large`` runs it; progress goes to stderr (``-s`` shows it)."""
+    from kipcheck.campaign.spark import explore_spark
+    spec = _spec("zk-small", "correct")
+    t0 = time.perf_counter()
+    got = explore_spark(spec, session=spark.session, progress=sys.stderr)
+    spark_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    want = explore(spec)
+    print(f"zk-small: explore --spark {spark_s:.0f} s, explore {time.perf_counter() - t0:.0f} s, "
+          f"{got.distinct:,} states", file=sys.stderr)
+    assert got.complete and got.distinct == 4_496_477
+    assert _summary(got) == _summary(want)

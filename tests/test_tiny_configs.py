@@ -11,7 +11,7 @@ from properties.registry import WITNESSES
 PINNED = {
     "zk-forward-zombie": (2690, 2690),
     "kraft-forward-leader-change": (5744, 3030),
-    "kraft-registration": (44700, 44700),
+    "kraft-registration": (36447, 36447),
     "kraft-listeners": (13832, 13832),
     "zk-envelope-security": (1626, 1626),
 }

@@ -832,7 +832,8 @@ def node_crashes(S: Sym, cfg: ModelConfig, d: Design, n: int):
         keep["replayed"] = S.node(n, "replayed")
     S2 = _reset_node(S, cfg, n, **keep)
     S2 = S2.set({"crashes_left": S["crashes_left"] - 1})
-    S2 = S2.net_remove_where(lambda m: Eq(m["dst"], n))
+    S2 = S2.net_remove_where(lambda m: Or(Eq(m["dst"], n), And(
+        Eq(m["src"], n), Or(Eq(m["kind"], ENVELOPE_RESPONSE), Eq(m["kind"], REGISTRATION_RESPONSE)))))
     S2 = _forget_replies(S2, n)         # its connections close with it
     for p in range(len(cfg.nodes)):
         if p == n:

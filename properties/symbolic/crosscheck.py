@@ -65,7 +65,9 @@ class _Dag:
             self.meta[key] = ("var", (), name)
             return key
         args = tuple(self.node(C.Z3_get_app_arg(ctx, ast, i)) for i in range(n))
-        self.meta[key] = (op, args, None)
+        # AtMost(..., k) keeps k as a parameter of its declaration
+        payload = C.Z3_get_decl_int_parameter(ctx, decl, 0) if op == z3.Z3_OP_PB_AT_MOST else None
+        self.meta[key] = (op, args, payload)
         return key
 
 
@@ -104,6 +106,8 @@ def compile_terms(terms: list, index: dict, name="f", dag: _Dag | None = None):
                 expr = f"(-{a[0]})"
             elif op == z3.Z3_OP_IMPLIES:
                 expr = f"((not {a[0]}) or {a[1]})"
+            elif op == z3.Z3_OP_PB_AT_MOST:
+                expr = f"(({' + '.join(a)}) <= {payload})"
             elif op == z3.Z3_OP_DISTINCT:
                 expr = f"(len({{{', '.join(a)}}}) == {len(a)})"
             else:

@@ -11,8 +11,9 @@ import z3
 
 from model import kafka
 from model.config import CONTROLLER, KRAFT, ZK, ModelConfig
-from model.state import (ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER,
-                         REGISTRATION, REGISTRATION_REQUEST, REPLY_CLIENT, REPLY_ENVELOPE,
+from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME,
+                         REGISTER_CONTROLLER,
+                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE,
                          REPLY_REGISTRATION)
 from properties.symbolic.actions import _item_timeout
 from properties.symbolic.state import And, Sym, _cap_of
@@ -238,6 +239,142 @@ def _leader_self_records_current(S: Sym, cfg, d):
     return And(*parts)
 
 
+# -- P3's quiescent clause: a registration that does not carry the current incarnation is
+# still being worked on (the manager has something queued, pending or timed)
+
+
+def _registration_record_current(S: Sym, c: int):
+    """The log's last RegisterControllerRecord for ``c`` carries c's current incarnation."""
+    found, inc = z3.BoolVal(False), z3.IntVal(0)
+    for k, used in S.seq_items("q.log"):
+        hit = z3.And(used, S[f"q.log.{k}.kind"] == REGISTER_CONTROLLER, S[f"q.log.{k}.a"] == c)
+        found = z3.Or(found, hit)
+        inc = z3.If(hit, S[f"q.log.{k}.b"], inc)
+    return z3.And(found, inc == S.node(c, "incarnation"))
+
+
+def _registrations_replayed(S: Sym, c: int):
+    """Node ``c`` has replayed every RegisterControllerRecord for ``c`` in the log."""
+    return And(*(z3.Implies(z3.And(used, S[f"q.log.{k}.kind"] == REGISTER_CONTROLLER,
+                                   S[f"q.log.{k}.a"] == c), k < S.node(c, "replayed"))
+                 for k, used in S.seq_items("q.log")))
+
+
+def _clock_nonnegative(S: Sym, cfg, d):
+    return S["now"] >= 0
+
+
+def _log_starts_with_feature_level(S: Sym, cfg, d):
+    parts = [S["q.log.len"] >= 1, S["q.log.0.kind"] == FEATURE_LEVEL,
+             S["q.log.0.a"] == cfg.metadata_version]
+    parts += [z3.Implies(used, S[f"q.log.{k}.kind"] != FEATURE_LEVEL)
+              for k, used in S.seq_items("q.log") if k > 0]
+    parts += [z3.Implies(used, S[f"q.uncommitted.{k}.kind"] != FEATURE_LEVEL)
+              for k, used in S.seq_items("q.uncommitted")]
+    return And(*parts)
+
+
+def _pending_rpc_has_item(S: Sym, cfg, d):
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        has = z3.Or(S.node(c, "ch.inflight.present"), S[f"n{c}.ch.queue.len"] > 0)
+        parts.append(z3.Implies(S.node(c, "alive"), S.node(c, "pending_rpc") == has))
+    return And(*parts)
+
+
+def _one_registration_at_a_time(S: Sym, cfg, d):
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        qlen = S[f"n{c}.ch.queue.len"]
+        parts.append(z3.And(qlen <= 1, z3.Implies(S.node(c, "ch.inflight.present"), qlen == 0)))
+    return And(*parts)
+
+
+def _on_open_connection(S: Sym, c: int, peer):
+    """Controller ``c``'s registration is in flight to ``peer`` (its channel's connection)."""
+    return z3.And(S.node(c, "ch.inflight.present"),
+                  S[f"n{c}.ch.inflight.key"] == S.node(c, "incarnation"),
+                  S.node(c, "ch.cached") == peer)
+
+
+def _registration_traffic_on_open_connection(S: Sym, cfg, d):
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        inc, alive = S.node(c, "incarnation"), S.node(c, "alive")
+        on = []                 # (condition, the peer at the other end)
+        for j in range(S.lay.cap.network):
+            m = S.msg(j)
+            here = S[f"net.{j}.present"]
+            on.append((z3.And(here, m["kind"] == REGISTRATION_REQUEST, m["src"] == c,
+                              m["a"] == inc), m["dst"]))
+            on.append((z3.And(here, m["kind"] == REGISTRATION_RESPONSE, m["dst"] == c,
+                              m["b"] == inc), m["src"]))
+        for k, used in S.seq_items("q.uncommitted"):
+            p = f"q.uncommitted.{k}."
+            on.append((z3.And(used, S[p + "has_reply"], S[p + "reply_how"] == REPLY_REGISTRATION,
+                              S[p + "reply_to"] == c, S[p + "reply_key"] == inc), S["q.leader"]))
+        parts += [z3.Implies(z3.And(alive, cond), _on_open_connection(S, c, peer))
+                  for cond, peer in on]
+        # one request at a time: its request, the reply waiting for its record, or its response
+        parts.append(z3.Implies(alive, z3.AtMost(*(cond for cond, _ in on), 1)))
+    return And(*parts)
+
+
+def _no_future_incarnations(S: Sym, cfg, d):
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        inc = S.node(c, "incarnation")
+        for j in range(S.lay.cap.network):
+            m = S.msg(j)
+            here = S[f"net.{j}.present"]
+            parts.append(z3.Implies(z3.And(here, m["kind"] == REGISTRATION_REQUEST,
+                                           m["src"] == c), m["a"] <= inc))
+            parts.append(z3.Implies(z3.And(here, m["kind"] == REGISTRATION_RESPONSE,
+                                           m["dst"] == c), m["b"] <= inc))
+        for k, used in S.seq_items("q.uncommitted"):
+            p = f"q.uncommitted.{k}."
+            parts.append(z3.Implies(
+                z3.And(used, S[p + "has_reply"], S[p + "reply_how"] == REPLY_REGISTRATION,
+                       S[p + "reply_to"] == c), S[p + "reply_key"] <= inc))
+    return And(*parts)
+
+
+def _registration_replies_match_records(S: Sym, cfg, d):
+    parts = []
+    for k, used in S.seq_items("q.uncommitted"):
+        p = f"q.uncommitted.{k}."
+        parts.append(z3.Implies(
+            z3.And(used, S[p + "has_reply"], S[p + "reply_how"] == REPLY_REGISTRATION),
+            z3.And(S[p + "kind"] == REGISTER_CONTROLLER, S[p + "a"] == S[p + "reply_to"],
+                   S[p + "b"] == S[p + "reply_key"])))
+    return And(*parts)
+
+
+def _success_response_noticed(S: Sym, cfg, d):
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        for j in range(S.lay.cap.network):
+            m = S.msg(j)
+            parts.append(z3.Implies(
+                z3.And(S[f"net.{j}.present"], S.node(c, "alive"),
+                       m["kind"] == REGISTRATION_RESPONSE, m["dst"] == c, m["a"] == kafka.NONE,
+                       m["b"] == S.node(c, "incarnation")),
+                z3.Or(_registration_record_current(S, c),
+                      z3.Not(_registrations_replayed(S, c)), S.node(c, "send_requested"))))
+    return And(*parts)
+
+
+def _registration_work_pending(S: Sym, cfg, d):
+    parts = []
+    for c in _registration_controllers(S, cfg):
+        node = lambda f: S.node(c, f)  # noqa: E731
+        parts.append(z3.Implies(
+            z3.And(node("alive"), z3.Not(_registration_record_current(S, c)),
+                   node("replayed") >= 1, _registrations_replayed(S, c)),
+            z3.Or(node("send_requested"), node("pending_rpc"), node("retry_at") != NO_TIME)))
+    return And(*parts)
+
+
 INVARIANTS = {i.name: i for i in (
     Invariant("sequence-lengths",
               "Every sequence's length is between 0 and its capacity (appends past the "
@@ -325,7 +462,50 @@ INVARIANTS = {i.name: i for i in (
               "An uncommitted registration of the leader itself carries its current "
               "incarnation: the leader appends only what it received as leader, its own "
               "requests come from its current incarnation, and a crash or an election drops "
-              "the uncommitted records.", _leader_self_records_current, ("kraft",)),)}
+              "the uncommitted records.", _leader_self_records_current, ("kraft",)),
+    Invariant("clock-nonnegative",
+              "The clock starts at 0 and only moves forward, so a timer set to now + 1 is "
+              "never mistaken for NO_TIME (-1).", _clock_nonnegative),
+    Invariant("log-starts-with-feature-level",
+              "The committed log starts with the FeatureLevelRecord of the configuration's "
+              "metadata.version and holds no other: the model writes no feature change, so a "
+              "controller that has replayed one record has the version that decides whether "
+              "it registers (R-1).", _log_starts_with_feature_level, ("kraft",)),
+    Invariant("pending-rpc-has-item",
+              "A live controller's pendingRpc is set exactly while its channel holds its "
+              "registration (queued or in flight): the manager sets both when it sends, and "
+              "the response, the timeout (R-6) and a crash clear both.",
+              _pending_rpc_has_item, ("kraft",)),
+    Invariant("one-registration-at-a-time",
+              "A controller's channel holds at most one registration, queued or in flight: "
+              "the manager queues one only while no RPC is pending (R-4).",
+              _one_registration_at_a_time, ("kraft",)),
+    Invariant("registration-traffic-on-open-connection",
+              "A registration request of a controller's current incarnation, the reply the "
+              "leader holds for it, and its response all travel on the connection of the "
+              "registration in flight: a timeout, a lost message, NOT_CONTROLLER or a crash "
+              "at either end closes that connection and takes them with it.",
+              _registration_traffic_on_open_connection, ("kraft",)),
+    Invariant("no-future-incarnations",
+              "Registration traffic of a controller (requests, the leader's replies, "
+              "responses) carries its current incarnation or an older one: a restart draws a "
+              "larger one.", _no_future_incarnations, ("kraft",)),
+    Invariant("registration-replies-match-records",
+              "The leader holds a registration reply only with the RegisterControllerRecord it "
+              "appended for that request (R-15), for the same controller and incarnation.",
+              _registration_replies_match_records, ("kraft",)),
+    Invariant("success-response-noticed",
+              "A success response to a controller's current incarnation comes after its "
+              "record is committed; if a later registration for its ID (an older incarnation's "
+              "late request) has overtaken it and the controller has replayed that, the "
+              "controller has queued a new send check (R-8), which waits for the pending RPC.",
+              _success_response_noticed, ("kraft",)),
+    Invariant("registration-work-pending",
+              "A live controller that has replayed its metadata.version and every "
+              "registration for its ID, while the log's last registration for it carries "
+              "another incarnation (or there is none), has work in progress: a send check "
+              "queued (R-2, R-8), an RPC pending, or a backoff timer set (R-7).",
+              _registration_work_pending, ("kraft",)),)}
 
 # Which invariants each property's proof uses, per mode.
 PLAN = {
@@ -335,10 +515,16 @@ PLAN = {
     "P2": ("sequence-lengths", "channel-item-kinds", "forward-items-one-hop",
            "channel-oldest-first", "in-flight-sent-in-time",
            "not-controller-at-top-level"),
-    "P3": ("node-references-in-range", "reply-targets-in-range", "sequence-lengths", "replay-not-ahead", "registered-only-with-registration",
-           "channel-item-kinds", "registration-items-current", "self-requests-current",
+    "P3": ("node-references-in-range", "reply-targets-in-range", "sequence-lengths",
+           "replay-not-ahead", "registered-only-with-registration", "channel-item-kinds",
+           "registration-items-current", "self-requests-current",
            "leader-self-records-current", "messages-to-live-nodes",
-           "dead-leader-uncommitted-empty"),
+           "dead-leader-uncommitted-empty",
+           # the quiescent clause: registration work in progress
+           "clock-nonnegative", "log-starts-with-feature-level", "one-registration-at-a-time",
+           "pending-rpc-has-item", "registration-traffic-on-open-connection",
+           "no-future-incarnations", "registration-replies-match-records",
+           "success-response-noticed", "registration-work-pending"),
     "P4": ("sequence-lengths", "pending-mutations-authorized"),
 }
 
