@@ -140,6 +140,20 @@ def test_bmc_finds_each_variant_and_the_model_replays_it(variant, pid):
     assert proof.cti is not None or proof.counterexample is not None
 
 
+def test_quiescent_clause_needs_the_work_pending_invariant():
+    """Without the invariant that unfinished registration work stays visible, the other
+    invariants are still inductive, but they allow a quiescent state whose log carries another
+    incarnation: the proof says so instead of claiming the quiescent clause."""
+    cfg = get_config("kraft-registration")
+    invs = [i for i in inv_mod.for_property(cfg, "P3") if i.name != "registration-work-pending"]
+    res = prove(cfg, Design(), "P3", max_k=1, invariants=invs)
+    assert res.status == "unknown"
+    assert "do not imply" in res.detail
+    assert "registration-carries-current-incarnation" in res.detail
+    full = prove(cfg, Design(), "P3", max_k=1)
+    assert full.status == "proved" and "quiescent clause" in full.detail
+
+
 def test_pending_stuck_breaks_the_pending_rpc_invariant():
     """KAFKA-20247 as the proof sees it: after a registration times out, pendingRpc stays set
     with nothing in the channel, so the invariant that makes P3's quiescent clause provable
