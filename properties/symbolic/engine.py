@@ -223,7 +223,7 @@ def _step_by_instance(enc: Encoding, builders, timeout_s):
     return None
 
 
-def _finish_with_quiescent(res: ProofResult, enc: Encoding, step_terms, goal_terms,
+def _finish_with_quiescent(res: ProofResult, enc: Encoding, step_terms, quiescent_terms,
                            quiescent: tuple, k: int, n_invs: int, timeout_s: float) -> None:
     """The always clauses and the invariants are k-inductive, so they hold in every reachable
     state; a quiescent clause is proved if they imply it there: one query, no transition."""
@@ -235,7 +235,7 @@ def _finish_with_quiescent(res: ProofResult, enc: Encoding, step_terms, goal_ter
     solver = z3.Solver()
     solver.set("timeout", int(timeout_s * 1000))
     solver.add(*(f for _, f in step_terms(S)))
-    every = goal_terms(S)
+    every = quiescent_terms(S)
     solver.add(z3.Not(And(*(f for _, f in every))))
     r = solver.check()
     if r == z3.unsat:
@@ -292,6 +292,9 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
         names = always + quiescent if names is None else names
         return [(n, build(S)) for n, build in builders(names)]
 
+    def quiescent_terms(S):
+        return [(f"{pid} [{name}]", f) for name, f in clause_terms(enc, S, pid, only=quiescent)]
+
     def step_terms(S):
         # The inductive step carries the always clauses and the invariants; a quiescent
         # clause is not a hypothesis there (its quiescence test applies every action, and
@@ -344,7 +347,7 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
             cti = _step_by_instance(enc, builders(always), timeout_s)
             res.depth = 1
             if cti is None:
-                _finish_with_quiescent(res, enc, step_terms, goal_terms, quiescent, 1, len(invs),
+                _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, 1, len(invs),
                                        timeout_s)
                 break
             if cti == "unknown":
@@ -369,7 +372,7 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
         r = step.check()
         res.depth = k
         if r == z3.unsat:
-            _finish_with_quiescent(res, enc, step_terms, goal_terms, quiescent, k, len(invs),
+            _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, k, len(invs),
                                    timeout_s)
             break
         if r == z3.unknown:

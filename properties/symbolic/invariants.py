@@ -16,6 +16,7 @@ from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_REC
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE,
                          REPLY_REGISTRATION)
 from properties.symbolic.actions import _item_timeout
+from properties.symbolic.props import _latest_registration
 from properties.symbolic.state import And, Sym, _cap_of
 
 
@@ -245,11 +246,7 @@ def _leader_self_records_current(S: Sym, cfg, d):
 
 def _registration_record_current(S: Sym, c: int):
     """The log's last RegisterControllerRecord for ``c`` carries c's current incarnation."""
-    found, inc = z3.BoolVal(False), z3.IntVal(0)
-    for k, used in S.seq_items("q.log"):
-        hit = z3.And(used, S[f"q.log.{k}.kind"] == REGISTER_CONTROLLER, S[f"q.log.{k}.a"] == c)
-        found = z3.Or(found, hit)
-        inc = z3.If(hit, S[f"q.log.{k}.b"], inc)
+    found, inc = _latest_registration(S, c)
     return z3.And(found, inc == S.node(c, "incarnation"))
 
 
