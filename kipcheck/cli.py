@@ -593,7 +593,6 @@ def cmd_prove(args) -> int:
     _z3_available()
     from properties.registry import BY_ID
     from properties.symbolic.engine import bmc, prove
-    from properties.symbolic.props import PROOF_CLAUSES
     spec = _spec(args.config, args.variant)
     pids = _properties_arg(args.property)
     if args.bmc is not None and not 0 <= args.bmc <= 30:
@@ -630,24 +629,22 @@ def cmd_prove(args) -> int:
                    "clause": r.clause, "steps": len(r.steps), "seconds": round(r.seconds, 3)}
         else:
             r = prove(spec.cfg, spec.design, pid, spec.variant, max_k=args.max_k)
-            target = " (safety form: " + ", ".join(PROOF_CLAUSES[pid]) + ")" \
-                if pid in PROOF_CLAUSES else ""
             if r.status == "proved":
-                line = (f"{label}{target}: PROVED, {r.depth}-induction with "
+                line = (f"{label}: PROVED, {r.depth}-induction with "
                         f"{len(r.invariants)} strengthening invariants ({r.seconds:.1f} s)")
             elif r.status == "counterexample":
-                line = f"{label}{target}: COUNTEREXAMPLE in the base case: {r.detail} " \
+                line = f"{label}: COUNTEREXAMPLE in the base case: {r.detail} " \
                        f"({r.seconds:.1f} s)"
                 traces.append(r.counterexample.trace())
                 worst = EXIT_VIOLATION
             else:
-                line = f"{label}{target}: UNKNOWN, {r.detail} ({r.seconds:.1f} s)"
+                line = f"{label}: UNKNOWN, {r.detail} ({r.seconds:.1f} s)"
                 if worst == EXIT_OK:
                     worst = EXIT_INCONCLUSIVE
             doc = {"property": pid, "mode": "prove", "status": r.status, "depth": r.depth,
                    "seconds": round(r.seconds, 3), "invariants": list(r.invariants),
                    "bounds": r.bounds, "detail": r.detail,
-                   "proof_clauses": list(PROOF_CLAUSES.get(pid, ()))}
+                   "proof_clauses": [c.name for c in BY_ID[pid].clauses]}
         print(line, file=out, flush=True)
         results.append(doc)
     if args.bmc is None and not args.quiet:

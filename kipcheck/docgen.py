@@ -236,13 +236,13 @@ def proof_invariants_markdown() -> str:
     """Per property: what the proof proves and the strengthening invariants it carries."""
     from properties.registry import BY_ID
     from properties.symbolic import invariants as inv_mod
-    from properties.symbolic.props import PROOF_CLAUSES, SUPPORTED
+    from properties.symbolic.props import SUPPORTED
     parts = []
     for pid in SUPPORTED:
         prop = BY_ID[pid]
-        target = PROOF_CLAUSES.get(pid) or tuple(c.name for c in prop.clauses)
-        quiescent = [c.name for c in prop.clauses if c.kind == "quiescent" and c.name in target]
-        note = " (its safety form)" if pid in PROOF_CLAUSES else " (every clause)"
+        target = tuple(c.name for c in prop.clauses)
+        quiescent = [c.name for c in prop.clauses if c.kind == "quiescent"]
+        note = " (every clause)"
         if quiescent:
             note += (f"; {', '.join(_code(c) for c in quiescent)} holds where the state is "
                      f"quiescent, and follows from the invariants there (one query)")

@@ -23,7 +23,7 @@ from model.config import Design, ModelConfig
 from properties import registry
 from properties.symbolic import invariants as inv_mod
 from properties.symbolic.next import STUTTER, Encoding
-from properties.symbolic.props import PROOF_CLAUSES, clause_terms
+from properties.symbolic.props import clause_terms
 from properties.symbolic.state import And, Layout, Sym
 
 
@@ -267,7 +267,7 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
           max_k: int = 4, enc: Encoding | None = None, timeout_s: float = 120.0,
           invariants=None, clauses=None) -> ProofResult:
     """k-induction for ``pid`` strengthened by its invariants, for k = 1..max_k.  The goal
-    is the property's proof target (``PROOF_CLAUSES``), or the clauses named in ``clauses``."""
+    is every clause of the property, or the clauses named in ``clauses``."""
     t0 = time.perf_counter()
     enc = enc or Encoding(cfg, design)
     lay = enc.lay
@@ -275,7 +275,7 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
     names = tuple(i.name for i in invs)
     res = ProofResult(cfg.name, variant, pid, "unknown", 0, 0.0, names, bounds_text(enc))
 
-    only = PROOF_CLAUSES.get(pid) if clauses is None else tuple(clauses)
+    only = None if clauses is None else tuple(clauses)
     quiescent = tuple(c.name for c in registry.BY_ID[pid].clauses
                       if c.kind == registry.QUIESCENT and (only is None or c.name in only))
     always = tuple(c.name for c in registry.BY_ID[pid].clauses
