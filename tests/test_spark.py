@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -116,6 +117,34 @@ def test_owner_spreads_packed_fingerprints():
     assert {bfs.owner(f, 8) for f in fps} == set(range(8))
 
 
+def test_level_records_carry_states_as_bytes_and_leave_the_collector_as_it_was():
+    """What crosses a Spark shuffle or rests in its cache holds model states only as bytes
+    pickled by C pickle (Spark would run its cloudpickle over every record otherwise, its
+    largest cost per level); the collector, paused while a level is built, is back after."""
+    import gc
+    spec = _spec("zk-forward-zombie", "correct")
+    parts, _ = bfs.initial_parts(spec, 2)
+    args = bfs.LevelArgs(spec, 2, False, (), False, True)
+    assert gc.isenabled()
+    records = [r for p in parts for r in bfs.expand_records(args, p.pid, [(p.pid, p)])]
+    assert gc.isenabled()
+    groups = [v[1] for _, v in records if v[0] == "c"]
+    assert groups and all(isinstance(g, bytes) for g in groups)
+    assert all(isinstance(p.frontier_blob, bytes) for p in parts)
+    merged = [next(bfs.merge_records(args, pid, [(pid, parts[pid])]
+                                     + [r for r in records if r[0] == pid]))[1]
+              for pid in range(2)]
+    assert gc.isenabled()
+    assert sum(len(m.frontier()) for m in merged) == sum(s.new for s in
+                                                          (m.stats for m in merged)) > 0
+    gc.disable()
+    try:
+        list(bfs.expand_records(args, 0, [(0, parts[0])]))
+        assert not gc.isenabled()                   # left as it was: off
+    finally:
+        gc.enable()
+
+
 def test_merge_refuses_a_record_of_another_partition():
     """A misaligned union would hand a partition records it does not own; merging them would
     lose or duplicate states, so the merge step refuses."""
@@ -123,9 +152,9 @@ def test_merge_refuses_a_record_of_another_partition():
     parts, _ = bfs.initial_parts(spec, 2)
     args = bfs.LevelArgs(spec, 2, False, (), False, True)
     with pytest.raises(RuntimeError, match="arrived in partition 0"):
-        list(bfs.merge_records(args, 0, [(0, parts[0]), (1, ("c", []))]))
+        list(bfs.merge_records(args, 0, [(0, parts[0]), (1, ("c", pickle.dumps([])))]))
     with pytest.raises(RuntimeError, match="lost its visited set"):
-        list(bfs.merge_records(args, 0, [(0, ("c", []))]))
+        list(bfs.merge_records(args, 0, [(0, ("c", pickle.dumps([])))]))
 
 
 def test_spark_module_imports_without_pyspark():
@@ -325,16 +354,18 @@ def test_explore_spark_equals_explore_on_kraft_small(spark):
 @pytest.mark.large
 def test_explore_spark_equals_explore_on_zk_small(spark):
     """The other small configuration: zk-small's 4,496,477 states, every count equal to the
-    single-process explorer's.  Beyond CI's budget (the two searches take about half an hour
-    on 2 cores): ``make test-large`` runs it; progress goes to stderr (``-s`` shows it)."""
+    single-process explorer's.  Beyond CI's budget (the two searches take about 25 minutes on
+    2 cores): ``make test-large`` runs it; progress goes to stderr (``-s`` shows it).  The
+    single-process search goes first: Spark reaps Python workers idle for a minute, and its
+    daemon prints a BrokenPipeError for each one it loses that way."""
     from kipcheck.campaign.spark import explore_spark
     spec = _spec("zk-small", "correct")
     t0 = time.perf_counter()
-    got = explore_spark(spec, session=spark.session, progress=sys.stderr)
-    spark_s = time.perf_counter() - t0
+    want = explore(spec, progress=sys.stderr)
+    explore_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    want = explore(spec)
-    print(f"zk-small: explore --spark {spark_s:.0f} s, explore {time.perf_counter() - t0:.0f} s, "
-          f"{got.distinct:,} states", file=sys.stderr)
+    got = explore_spark(spec, session=spark.session, progress=sys.stderr)
+    print(f"zk-small: explore --spark {time.perf_counter() - t0:.0f} s, explore {explore_s:.0f} "
+          f"s, {got.distinct:,} states", file=sys.stderr)
     assert got.complete and got.distinct == 4_496_477
     assert _summary(got) == _summary(want)

@@ -33,27 +33,50 @@ fingerprint only (``recount``).  So ``distinct``, ``generated``, ``depth``, ``st
 
 Storage per partition (``Part``): for each depth a sorted ``array('Q')`` of fingerprints and an
 ``array('Q')`` of parent fingerprints (level 0: the index in ``spec.initial_states()``), 16 bytes
-per visited state; the states themselves are kept only for the frontier.  Parent links stay in the
+per visited state; the states themselves are kept only for the frontier, as one pickled list
+(``Part.frontier_blob``), and candidates cross the shuffle as one pickled list per owner: what
+Spark moves and caches is bytes, never model objects (see ``expand_records``).  Parent links stay in the
 partition that owns the child; a trace is rebuilt by one lookup per depth (``lookup``) and a replay
 from the initial state that matches fingerprints, as ``explore`` does.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import pickle
 import time
 from array import array
 from bisect import bisect_left
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from model.step import Step
 
 __all__ = ["Part", "LevelStats", "owner", "initial_parts", "expand", "merge", "recount",
            "new_keys", "cut", "lookup", "expand_records", "merge_records", "LevelArgs", "run_bfs",
-           "LocalBackend", "explore_partitioned"]
+           "LocalBackend", "explore_partitioned", "gc_paused"]
 
 _MASK = 0xFFFFFFFFFFFFFFFF
 _GOLDEN = 0x9E3779B97F4A7C15
+
+
+@contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off for the block (and back as it was after).
+
+    A level unpickles (or builds) millions of tuples, frozensets and records in one burst, none
+    of them freed before the level ends, so the collector's allocation counters trip again and
+    again and every full collection walks the whole frontier: kraft-small to depth 15 on the
+    local backend took 87.5 s with the collector and 27.9 s without (``pickle.loads`` alone
+    50.9 s against 6.1 s; 2026-11-22, before the frontier was kept pickled).  The model's records hold no reference cycles, so reference counting
+    frees everything the collector would; the collector runs again once the block is left."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def owner(fp: int, partitions: int) -> int:
@@ -102,12 +125,22 @@ class Part:
     fps: list                   # per depth: sorted array('Q') of owned fingerprints
     parents: list               # per depth: array('Q') of parent fingerprints (depth 0: index)
     keys: array                 # last level: successor index in the parent's successors()
-    frontier: list              # last level: the states, aligned with fps[-1]
+    frontier_blob: bytes        # last level: the states (one pickled list), aligned with fps[-1]
     stats: LevelStats | None = None
+
+    def frontier(self) -> list:
+        """The frontier states.  They travel and rest as one pickled list: Spark re-reads a
+        partition's record in the merge only for its visited arrays, and the frontier must not
+        be rebuilt there (a state costs about 15-20 us to unpickle, a bytes object nothing)."""
+        return pickle.loads(self.frontier_blob)
 
     def visited_bytes(self) -> int:
         return sum(a.itemsize * len(a) for a in self.fps) + sum(
             a.itemsize * len(a) for a in self.parents)
+
+
+def _pack(states: list) -> bytes:
+    return pickle.dumps(states, pickle.HIGHEST_PROTOCOL)
 
 
 def _fingerprint_of(spec, symmetry: bool):
@@ -163,7 +196,7 @@ def initial_parts(spec, partitions: int, *, symmetry: bool = False,
     for pid, fs in enumerate(groups):
         fs.sort()
         parts.append(Part(pid, [array("Q", fs)], [array("Q", [cand[f][0] for f in fs])],
-                          array("I", bytes(4 * len(fs))), [cand[f][1] for f in fs]))
+                          array("I", bytes(4 * len(fs))), _pack([cand[f][1] for f in fs])))
     return parts, {"initial": len(init), "distinct": len(cand), "cut": cut0, "state_hits": hits,
                    "init": init}
 
@@ -189,7 +222,7 @@ def expand(part: Part, spec, partitions: int, *, symmetry: bool, wanted=(),
     violations = []
     local: dict = {}
     expanded = 0
-    for here, state in zip(part.fps[-1], part.frontier):
+    for here, state in zip(part.fps[-1], part.frontier()):
         if below is not None and here >= below:
             break
         succ = successors(state)
@@ -237,10 +270,11 @@ def merge(part: Part, candidates, spec=None, *, wanted=()) -> Part:
             dups.update(best.keys() & level)
     order = sorted(best.keys() - dups if dups else best)
     chosen = [best[f] for f in order]
+    states = [c[3] for c in chosen]
     new = Part(part.pid, part.fps + [array("Q", order)],
                part.parents + [array("Q", [c[1] for c in chosen])],
-               array("I", [c[2] for c in chosen]), [c[3] for c in chosen])
-    hits = (_state_witnesses(spec, new.frontier, wanted)
+               array("I", [c[2] for c in chosen]), _pack(states))
+    hits = (_state_witnesses(spec, states, wanted)
             if spec is not None and wanted and _state_scope(spec) else set())
     new.stats = LevelStats(new=len(order), state_hits=hits, visited_bytes=new.visited_bytes())
     return new
@@ -262,11 +296,12 @@ def cut(part: Part, last_key, spec=None, *, wanted=()) -> Part:
     """``part`` with its last level cut to the states whose discovery key is <= ``last_key``
     (``explore``'s max_states cut keeps the first discovered states)."""
     keep = [i for i, k in enumerate(zip(part.parents[-1], part.keys)) if k <= tuple(last_key)]
-    fps, pars = part.fps[-1], part.parents[-1]
+    fps, pars, frontier = part.fps[-1], part.parents[-1], part.frontier()
+    states = [frontier[i] for i in keep]
     new = Part(part.pid, part.fps[:-1] + [array("Q", [fps[i] for i in keep])],
                part.parents[:-1] + [array("Q", [pars[i] for i in keep])],
-               array("I", [part.keys[i] for i in keep]), [part.frontier[i] for i in keep])
-    hits = (_state_witnesses(spec, new.frontier, wanted)
+               array("I", [part.keys[i] for i in keep]), _pack(states))
+    hits = (_state_witnesses(spec, states, wanted)
             if spec is not None and wanted and _state_scope(spec) else set())
     new.stats = LevelStats(new=len(keep), state_hits=hits, visited_bytes=new.visited_bytes())
     return new
@@ -297,16 +332,21 @@ class LevelArgs:
 
 def expand_records(a: LevelArgs, pid: int, records):
     """Spark's expand step over one partition's records ``(pid, Part)``: yields ``(owner,
-    ("c", [candidate, ...]))`` per owning partition and ``(pid, ("s", LevelStats))``, all keyed
-    by the partition that must receive them."""
-    for _, part in records:
-        groups, stats = expand(part, a.spec, a.partitions, symmetry=a.symmetry, wanted=a.wanted,
-                               per_transition=a.per_transition,
-                               stop_at_violation=a.stop_at_violation)
-        for o, g in enumerate(groups):
-            if g:
-                yield o, ("c", g)
-        yield pid, ("s", stats)
+    ("c", pickled [candidate, ...]))`` per owning partition and ``(pid, ("s", LevelStats))``,
+    all keyed by the partition that must receive them."""
+    with gc_paused():         # Spark unpickles ``records`` and pickles what we yield in here
+        for _, part in records:
+            groups, stats = expand(part, a.spec, a.partitions, symmetry=a.symmetry,
+                                   wanted=a.wanted, per_transition=a.per_transition,
+                                   stop_at_violation=a.stop_at_violation)
+            for o, g in enumerate(groups):
+                if g:
+                    # Pickled here, by C pickle: Spark's own serializer for a shuffle is
+                    # cloudpickle, whose per-object Python hook made it the largest cost of a
+                    # level (38 of 125 worker-seconds, kraft-small to depth 14); it now sees
+                    # one bytes object per group.
+                    yield o, ("c", pickle.dumps(g, pickle.HIGHEST_PROTOCOL))
+            yield pid, ("s", stats)
 
 
 def merge_records(a: LevelArgs, pid: int, records):
@@ -314,23 +354,25 @@ def merge_records(a: LevelArgs, pid: int, records):
     the expand step keyed to it): yields ``(pid, new Part)`` whose ``stats`` hold the level's
     counts for this partition.  A record keyed to another partition means the union was not
     partition-aligned, which would silently lose states, so it is an error."""
-    part = None
-    cands: list = []
-    stats = LevelStats()
-    for k, v in records:
-        if k != pid:
-            raise RuntimeError(f"record for partition {k} arrived in partition {pid}")
-        if isinstance(v, Part):
-            part = v
-        elif v[0] == "c":
-            cands.extend(v[1])
-        else:
-            stats.add(v[1])
-    if part is None:
-        raise RuntimeError(f"partition {pid} lost its visited set")
-    new = merge(part, cands, a.spec, wanted=a.wanted)
-    new.stats = stats.add(new.stats)
-    yield pid, new
+    with gc_paused():
+        part = None
+        cands: list = []
+        stats = LevelStats()
+        for k, v in records:
+            if k != pid:
+                raise RuntimeError(f"record for partition {k} arrived in partition {pid}")
+            if isinstance(v, Part):
+                part = v
+            elif v[0] == "c":
+                cands.extend(pickle.loads(v[1]))
+            else:
+                stats.add(v[1])
+        if part is None:
+            raise RuntimeError(f"partition {pid} lost its visited set")
+        new = merge(part, cands, a.spec, wanted=a.wanted)
+        new.stats = stats.add(new.stats)
+        del part, cands
+        yield pid, new
 
 
 class LocalBackend:
@@ -350,11 +392,13 @@ class LocalBackend:
         self.parts = parts
 
     def level(self, a: LevelArgs) -> list:
-        inbox: list[list] = [[(p.pid, p)] for p in self.parts]
-        for p in self.parts:
-            for key, value in expand_records(a, p.pid, [(p.pid, p)]):
-                inbox[key].append((key, pickle.loads(pickle.dumps(value))))
-        self.pending = [next(merge_records(a, pid, recs))[1] for pid, recs in enumerate(inbox)]
+        with gc_paused():
+            inbox: list[list] = [[(p.pid, p)] for p in self.parts]
+            for p in self.parts:
+                for key, value in expand_records(a, p.pid, [(p.pid, p)]):
+                    inbox[key].append((key, pickle.loads(pickle.dumps(value))))
+            self.pending = [next(merge_records(a, pid, recs))[1]
+                            for pid, recs in enumerate(inbox)]
         return [p.stats for p in self.pending]
 
     def accept(self) -> None:
@@ -440,8 +484,10 @@ def run_bfs(spec, backend, *, partitions: int, symmetry: bool = False,
             acount[a] = acount.get(a, 0) + n
         reached |= agg.transition_hits
         n_new = agg.new
+        el = time.perf_counter() - t0
         say(f"depth {depth}  distinct {distinct:,}  generated "
-            f"{facts['initial'] + sum(acount.values()):,}  next level {n_new:,}")
+            f"{facts['initial'] + sum(acount.values()):,}  next level {n_new:,}  "
+            f"{distinct / el if el > 0 else 0:,.0f} distinct/s  {el:.0f} s")
         if not n_new:
             break
         if stop_reason == "max_states" or (max_states is not None and distinct >= max_states):

@@ -22,8 +22,13 @@ partition states live in a cached, locally checkpointed pair RDD keyed by partit
 record per partition); a level is ONE Spark job: expand (narrow) -> ``partitionBy`` of the
 candidates to their owners -> a partition-aligned union with the partition states (Spark builds a
 ``PartitionerAwareUnionRDD`` for inputs with the same partitioner, so the visited sets are never
-shuffled) -> merge.  On this 2-core box it is 10-30x slower than ``properties.explore.explore``
-(about 0.2-0.6 s of scheduling per level); it is for state spaces that do not fit one machine.
+shuffled) -> merge.  Records carry model states only as bytes that ``bfs`` pickled with C pickle
+(Spark's shuffle serializer is cloudpickle, whose per-object Python hook cost more than the
+search itself), and the Python workers pause the cyclic collector while a level is built.  On
+this 2-core box local[2] takes about twice the single-process explorer's time on the small
+configurations and 5-30x on the tiny ones, whose levels are dominated by 0.2-0.6 s of scheduling
+(``bench/explore_spark.py``, docs/performance.md); it is for state spaces that do not fit one
+machine.
 """
 from __future__ import annotations
 
@@ -135,8 +140,9 @@ def spark_session(master: str | None = None, executors: int | None = None,
          .config("spark.executorEnv.HYPOTHESIS_STORAGE_DIRECTORY", str(tmp / "hypothesis"))
          .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"]))
     if quiet:
-        b = b.config("spark.driver.extraJavaOptions",
-                     f"-Dlog4j2.configurationFile=file:{tmp / 'log4j2.properties'}")
+        b = (b.config("spark.driver.extraJavaOptions",
+                      f"-Dlog4j2.configurationFile=file:{tmp / 'log4j2.properties'}")
+             .config("spark.python.daemon.module", "kipcheck.campaign.spark"))
     if executors and not master.startswith("local"):
         b = b.config("spark.executor.instances", str(executors))
     session = b.getOrCreate()
@@ -396,3 +402,32 @@ def explore_spark(spec, *, master: str | None = None, executors: int | None = No
     finally:
         if owned:
             session.stop()
+
+
+# ---- the Python worker daemon ------------------------------------------------------------------
+
+def _run_quiet_daemon() -> None:
+    """PySpark's worker daemon (``pyspark.daemon.manager``) without one traceback.
+
+    Spark reaps a Python worker that has been idle for a minute by closing its socket; the
+    worker then fails to flush and PySpark's daemon prints a ``BrokenPipeError`` traceback to
+    the job's stderr (seen in a session left idle for 75 s, and at ``stop()``).  Such a worker
+    is ending anyway: here it ends quietly (code 1, as the daemon does for a worker that fails).
+    A task whose worker dies mid-task is unaffected: the JVM sees the closed connection and
+    retries the task.  Spark runs this as ``python -m kipcheck.campaign.spark`` when
+    ``spark.python.daemon.module`` names this module (``spark_session(quiet=True)``)."""
+    import pyspark.daemon as daemon
+    worker = daemon.worker
+
+    def quiet_worker(sock, authenticated):
+        try:
+            return worker(sock, authenticated)
+        except BrokenPipeError:
+            return 1
+
+    daemon.worker = quiet_worker          # manager() looks ``worker`` up in its module
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    _run_quiet_daemon()
