@@ -136,9 +136,11 @@ def table(doc: dict) -> str:
     lines = [f"{doc['config']}: {doc['distinct']:,} states, median of {doc['runs']} runs",
              "| mode | median s | states/s | vs explore | start-up s |", "|---|---|---|---|---|"]
     for m, s in doc["results"].items():
+        ratio = f"{s['ratio_to_explore']:.2f}x" if "ratio_to_explore" in s else "-"
+        startup = (f"{s['median_startup_seconds']:.1f}" if "median_startup_seconds" in s
+                   else "-")
         lines.append(f"| {m} | {s['median_seconds']:.1f} | {s['median_states_per_second']:,.0f} "
-                     f"| {s.get('ratio_to_explore', float('nan')):.2f}x | "
-                     f"{s.get('median_startup_seconds', float('nan')):.1f} |")
+                     f"| {ratio} | {startup} |")
     return "\n".join(lines)
 
 

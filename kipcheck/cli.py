@@ -724,8 +724,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-depth", type=int, help="explore no deeper than this")
     e.add_argument("--spark", action="store_true",
                    help="explore on Spark, the frontier partitioned by state fingerprint (for "
-                   "state spaces beyond one machine; on one machine about 2x the time of one "
-                   "process on the small configurations, more on tiny ones)")
+                   "state spaces beyond one machine; on one machine up to 2x the time of one "
+                   "process on the small configurations, far more on tiny ones)")
     e.add_argument("--master", help="Spark master URL with --spark (default: local[N,4], every "
                    "core)")
     e.add_argument("--trace-out", help="write the counterexample as a JSON trace")

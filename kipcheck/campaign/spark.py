@@ -25,9 +25,9 @@ candidates to their owners -> a partition-aligned union with the partition state
 shuffled) -> merge.  Records carry model states only as bytes that ``bfs`` pickled with C pickle
 (Spark's shuffle serializer is cloudpickle, whose per-object Python hook cost more than the
 search itself), and the Python workers pause the cyclic collector while a level is built.  On
-this 2-core box local[2] takes about twice the single-process explorer's time on the small
-configurations and 5-30x on the tiny ones, whose levels are dominated by 0.2-0.6 s of scheduling
-(``bench/explore_spark.py``, docs/performance.md); it is for state spaces that do not fit one
+this 2-core box local[2] takes 1.75x the single-process explorer's time on kraft-small and about
+the same on zk-small, and far longer on the tiny configurations, whose levels are dominated by
+0.3-1.3 s of scheduling (``bench/explore_spark.py``, docs/performance.md); it is for state spaces that do not fit one
 machine.
 """
 from __future__ import annotations
