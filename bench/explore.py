@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import platform
 import statistics
+import subprocess
 import sys
 
 # TLC / Stateright reachable-state counts; RM-symmetry counts as pinned in tests (3, 5) or
@@ -106,6 +107,16 @@ def _run_isolated(target: dict) -> dict:
 
 MEDIAN_KEYS = ("distinct_per_second", "generated_per_second", "bytes_per_state", "seconds",
                "peak_rss_mb")
+
+
+def git_commit() -> str:
+    """The checked-out commit (short), recorded beside the figures it produced."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def machine_info() -> dict:

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.explore import git_commit, machine_info
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "explore_spark.json"
 MODES = ("explore", "partitioned", "spark-local[1]", "spark-local[2]")
@@ -88,11 +90,6 @@ def main(argv=None) -> int:
     for m in modes:
         if m not in MODES:
             ap.error(f"unknown mode {m!r} (choose from {', '.join(MODES)})")
-    import platform
-    import os
-    import subprocess as sp
-    commit = sp.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                    text=True).stdout.strip()
     results: dict = {}
     # Interleave the modes run by run, so that drift in the machine's load hits all of them.
     for i in range(args.runs):
@@ -121,10 +118,8 @@ def main(argv=None) -> int:
         for m, s in summary.items():
             s["ratio_to_explore"] = s["median_seconds"] / base
     doc = {"benchmark": "explore_spark", "config": args.config, "runs": args.runs,
-           "distinct": counts.pop(), "commit": commit,
-           "date": time.strftime("%Y-%m-%d", time.gmtime()),
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "platform": platform.platform()},
+           "distinct": counts.pop(), "commit": git_commit(),
+           "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": machine_info(),
            "results": summary}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")

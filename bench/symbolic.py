@@ -24,12 +24,11 @@ import datetime as _dt
 import json
 import multiprocessing
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench.explore import machine_info
+from bench.explore import git_commit, machine_info
 
 OUT = Path(__file__).parent / "results" / "symbolic.json"
 
@@ -89,14 +88,6 @@ def _name(t: dict) -> str:
     return f"crosscheck {t['config']}"
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(OUT))
@@ -121,7 +112,7 @@ def main(argv=None) -> int:
                                        else "not found") if t["kind"] != "crosscheck"
                 else ("ok" if last["ok"] else "MISMATCH"))
         print(f"{entry['name']:<62} {entry['median_seconds']:7.2f} s  {what}", flush=True)
-        doc = {"benchmark": "symbolic", "started": started, "commit": _commit(),
+        doc = {"benchmark": "symbolic", "started": started, "commit": git_commit(),
                "machine": machine_info(), "runs_per_target": runs, "targets": results}
         Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
     slow = [e["name"] for e in results if e["kind"] == "prove" and e["median_seconds"] >= 30]

@@ -411,7 +411,8 @@ def _run_quiet_daemon() -> None:
 
     Spark reaps a Python worker that has been idle for a minute by closing its socket; the
     worker then fails to flush and PySpark's daemon prints a ``BrokenPipeError`` traceback to
-    the job's stderr (seen in a session left idle for 75 s, and at ``stop()``).  Such a worker
+    the job's stderr (reproduced with a session left idle for 75 s; spark-notes P5 saw it at
+    ``stop()`` too).  Such a worker
     is ending anyway: here it ends quietly (code 1, as the daemon does for a worker that fails).
     A task whose worker dies mid-task is unaffected: the JVM sees the closed connection and
     retries the task.  Spark runs this as ``python -m kipcheck.campaign.spark`` when

@@ -347,8 +347,8 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
             cti = _step_by_instance(enc, builders(always), timeout_s)
             res.depth = 1
             if cti is None:
-                _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, 1, len(invs),
-                                       timeout_s)
+                _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, 1,
+                                       len(invs), timeout_s)
                 break
             if cti == "unknown":
                 res.detail = "Z3 gave up on the inductive step at k=1"
@@ -372,8 +372,8 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
         r = step.check()
         res.depth = k
         if r == z3.unsat:
-            _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, k, len(invs),
-                                   timeout_s)
+            _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, k,
+                                   len(invs), timeout_s)
             break
         if r == z3.unknown:
             res.detail = f"Z3 gave up on the inductive step at k={k}: {step.reason_unknown()}"

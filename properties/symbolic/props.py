@@ -142,10 +142,6 @@ CLAUSES = {f.__name__.replace("_", "-"): f for f in (
 
 SUPPORTED = ("P1", "P2", "P3", "P4")
 
-# ``prove`` proves every clause of a property (or the clauses it is told).  P3's quiescent
-# clause (registration converges) follows from invariants saying that a registration which
-# does not carry the current incarnation is still being worked on (docs/proofs.md).
-
 
 def clauses_of(pid: str):
     """The registry's clauses of a property with their Z3 encodings: (Clause, fn)."""
