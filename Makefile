@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # do not read the installed packages as if they were the project's code.
 VENV_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kipcheck/venvs/$(shell pwd | cksum | cut -d' ' -f1)
 
-.PHONY: venv check test test-slow test-spark test-large bench java-check clean
+.PHONY: venv check test lint install-check test-slow test-spark test-large bench java-check clean
 
 venv: $(STAMP)
 
@@ -34,6 +34,13 @@ check: venv
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+# A non-editable install into a fresh environment, run from an empty directory (CI runs it).
+install-check:
+	bash scripts/check-install
 
 test-slow: venv
 	$(PY) -m pytest -m "slow and not large" $(PYTEST_ARGS)

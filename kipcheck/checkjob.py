@@ -22,7 +22,7 @@ def available_engines() -> dict:
     """engine -> None if it can run here, else why not."""
     why = {e: None for e in ENGINES}
     if importlib.util.find_spec("z3") is None:
-        why["prove"] = "z3-solver is not installed"
+        why["prove"] = "z3-solver, a dependency of kipcheck, is missing (pip install z3-solver)"
     if importlib.util.find_spec("hypothesis") is None:
         why["stateful"] = "hypothesis is not installed"
     if (importlib.util.find_spec("properties.conformance") is None
@@ -51,22 +51,32 @@ def plan(configs, variants, engines, *, symmetry: bool, seed: int) -> list:
 
 
 def run_job(job) -> dict:
-    """One job, in a worker process; returns plain data."""
+    """One job, in a worker process; returns plain data.  A job that raises returns its
+    exception's type and message as ``error`` instead: the other jobs' results are kept, and
+    the check names the cause in one line (an exception crossing the process pool would end
+    the whole run, and may not even pickle)."""
     kind = job[0]
     t0 = time.perf_counter()
-    if kind == "explore":
-        out = _explore(*job[1:])
-    elif kind == "stateful":
-        out = _stateful(*job[1:])
-    elif kind == "prove":
-        out = _prove(*job[1:])
-    elif kind == "conform":
-        out = _conform(*job[1:])
-    else:
+    runner = {"explore": _explore, "stateful": _stateful, "prove": _prove,
+              "conform": _conform}.get(kind)
+    if runner is None:
         raise ValueError(f"unknown job {job!r}")
+    try:
+        out = runner(*job[1:])
+    except Exception as e:          # noqa: BLE001 -- reported, never swallowed
+        out = {"config": job[1], "variant": (job[2] or "correct") if kind == "explore"
+               else "correct", "error": f"{type(e).__name__}: {e}"}
+        if kind == "prove":
+            out["property"] = job[2]
     out["engine"] = kind
     out.setdefault("seconds", time.perf_counter() - t0)
     return out
+
+
+def describe_error(r: dict) -> str:
+    """One line for a job that raised (``run_job``'s ``error``)."""
+    what = r["engine"] + (f" {r['property']}" if r.get("property") else "")
+    return f"{what} on {r['config']} [{r['variant']}] stopped with {r['error']}"
 
 
 def _explore(config, variant, symmetry) -> dict:
@@ -91,6 +101,8 @@ def _stateful(config, seed) -> dict:
     spec = KafkaSpec.named(config, None)
     reach = reachable(spec) if (spec.cfg.tier == "tiny" or is_cached(spec)) else None
     r = fuzz_spec(spec, seed=seed, profile=STATEFUL_PROFILE, reach=reach)
+    if r.stop_reason == "interrupted":  # the engine stops gracefully on Ctrl-C; the check stops
+        raise KeyboardInterrupt
     return {"config": config, "variant": "correct", "seed": seed, "violation": r.property,
             "clause": r.clause, "trace": r.trace.to_json() if r.trace else None,
             "steps": r.steps_run, "distinct": r.distinct,
@@ -129,10 +141,13 @@ def summarize(results: list, configs: list, variants: list, engines: list, why_n
     from properties.registry import PROPERTIES
     from properties.symbolic.props import SUPPORTED
     by = {}
+    failures = []
     for r in results:
+        if r.get("error"):          # no verdict: a failure of its own, not a cell's verdict
+            failures.append(describe_error(r))
+            continue
         key = (r["engine"], r["config"], r.get("variant"), r.get("property"))
         by[key] = r
-    failures = []
     rows = []
     for p in PROPERTIES:
         row = [f"{p.id} {p.name}"]
@@ -254,6 +269,7 @@ def build_report(results, configs, variants, engines, why_not, rows, per_config,
     rep.table(["configuration", "states", "time (s)", "witnesses", "violation"], per_config)
     rep.heading("Design variants: property violated (shortest trace length)")
     rep.table(["variant", "must break"] + list(configs) + ["caught"], per_variant)
+    results = [r for r in results if not r.get("error")]       # the verdict names those
     stateful = [r for r in results if r["engine"] == "stateful"]
     if stateful:
         fig = Figure("stateful-coverage", "Stateful run: distinct states over time", "line",

@@ -18,11 +18,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
-
-
-class BadInput(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+from kipcheck.errors import (EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
+                             EXIT_VIOLATION, BadInput)
+from kipcheck.outputs import check_output_dir, check_output_file, write_output
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,10 +65,7 @@ def cmd_explore(args) -> int:
     spec = _spec(args.config, args.variant)
     if args.max_states is not None and args.max_states < 1:
         raise BadInput("--max-states must be a positive number")
-    for opt in ("trace_out", "itf_out", "graph_out"):
-        path = getattr(args, opt)
-        if path and not Path(path).parent.exists():
-            raise BadInput(f"--{opt.replace('_', '-')}: directory {Path(path).parent} does not exist")
+    _check_outputs(args, "trace_out", "itf_out", "graph_out")
     progress = None if args.quiet else sys.stderr
     try:
         if args.master and not args.spark:
@@ -106,13 +101,19 @@ def cmd_explore(args) -> int:
     print(f"witnesses reached: {len(result.witnesses_reached)}/{len(spec.witness_ids())}"
           + (f"; MISSING: {', '.join(result.witnesses_missing)}" if result.witnesses_missing
              and result.violation is None and result.complete else ""), file=out)
+    written = True
     if result.graph is not None:
-        (write_graphml if args.graph_out.endswith(".graphml") else write_dot)(result.graph,
-                                                                             args.graph_out)
-        print(f"state graph written to {args.graph_out}", file=out)
+        writer = write_graphml if args.graph_out.endswith(".graphml") else write_dot
+        if write_output("the state graph", args.graph_out,
+                        lambda: writer(result.graph, args.graph_out)):
+            print(f"state graph written to {args.graph_out}", file=out)
+        else:
+            written = False
     if result.violation is None:
         print("no property violated" + ("" if result.complete else " within the bounds"),
               file=out)
+        if not written:
+            return EXIT_BAD_INPUT
         return EXIT_OK if (result.complete or args.max_states) and not (
             result.complete and result.witnesses_missing) else EXIT_VIOLATION
     trace = _trace_of(spec, result)
@@ -120,15 +121,31 @@ def cmd_explore(args) -> int:
     print(f"VIOLATED {prop.id} {prop.name}: {prop.statement}", file=out)
     _print_trace(trace, out)
     if args.trace_out:
-        trace.dump(args.trace_out)
-        print(f"trace written to {args.trace_out} (replay: kipcheck replay {args.trace_out})",
-              file=out)
+        if write_output("the trace", args.trace_out, lambda: trace.dump(args.trace_out)):
+            print(f"trace written to {args.trace_out} (replay: kipcheck replay "
+                  f"{args.trace_out})", file=out)
     if args.itf_out:
-        from kipcheck.export import write_itf
-        from properties.trace import replay
-        write_itf(replay(trace), args.itf_out)
-        print(f"ITF trace written to {args.itf_out}", file=out)
-    return EXIT_VIOLATION
+        _write_itf(trace, args.itf_out, out)
+    return EXIT_VIOLATION          # outranks an output that could not be written (errors.py)
+
+
+def _check_outputs(args, *options: str) -> None:
+    """Refuse unwritable output files before any work starts (kipcheck/outputs.py)."""
+    for opt in options:
+        check_output_file(f"--{opt.replace('_', '-')}", getattr(args, opt, None))
+
+
+def _write_itf(trace_or_result, path: str, out=None) -> bool:
+    """Write a counterexample (a Trace, replayed here, or a replay's result) as ITF; say so on
+    ``out`` if given."""
+    from kipcheck.export import write_itf
+    from properties.trace import Trace, replay
+    result = replay(trace_or_result) if isinstance(trace_or_result, Trace) else trace_or_result
+    if write_output("the ITF trace", path, lambda: write_itf(result, path)):
+        if out is not None:
+            print(f"ITF trace written to {path}", file=out)
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,43 +156,60 @@ def cmd_replay(args) -> int:
     if args.campaign or args.seed is not None or args.file is None:
         from kipcheck.campaign.cli import cmd_replay_campaign
         return cmd_replay_campaign(args)
-    from properties.trace import Trace, TraceError, as_pytest, replay
+    from properties.trace import Trace, TraceError
+    _check_outputs(args, "itf_out", "mermaid_out")
     try:
         trace = Trace.load(args.file)
-        result = replay(trace)
     except TraceError as e:
         raise BadInput(f"trace {args.file}: {e}") from None
-    out = sys.stdout
+    return replay_and_print(trace, f"trace {args.file}", pytest=args.pytest,
+                            itf_out=args.itf_out, mermaid_out=args.mermaid_out)
+
+
+def replay_and_print(trace, source: str, *, pytest: bool = False, itf_out: str | None = None,
+                     mermaid_out: str | None = None, out=None) -> int:
+    """Replay ``trace`` through the model and print it as ``kipcheck replay`` does: 1 when it
+    reproduces its violation, 0 when it replays to no violation as recorded; BadInput (naming
+    ``source``) when it does not replay or ends elsewhere.  ``replay --campaign`` uses it too."""
+    from properties.trace import TraceError, as_pytest, replay
+    out = out or sys.stdout
+    try:
+        result = replay(trace)
+    except TraceError as e:
+        raise BadInput(f"{source}: {e}") from None
     note = ""
     if trace.model_hash and not result.model_hash_matches:
         note = f" (recorded with model {trace.model_hash}; this is a different model version)"
-    if args.pytest:
+    if pytest:
         print(as_pytest(trace), end="", file=out)
     else:
         _print_trace(trace, out) if trace.property else print(
             f"trace of {len(trace.steps)} steps", file=out)
-    if args.itf_out:
-        from kipcheck.export import write_itf
-        write_itf(result, args.itf_out)
-        print(f"ITF trace written to {args.itf_out}", file=out)
-    if args.mermaid_out:
+    written = True
+    if itf_out:
+        written &= _write_itf(result, itf_out, out)
+    if mermaid_out:
         from kipcheck.export import to_mermaid
         from properties.kafka_spec import get_config
-        Path(args.mermaid_out).write_text(to_mermaid(result, get_config(trace.config)))
-        print(f"Mermaid diagram written to {args.mermaid_out}", file=out)
+        text = to_mermaid(result, get_config(trace.config))
+        if write_output("the Mermaid diagram", mermaid_out,
+                        lambda: Path(mermaid_out).write_text(text)):
+            print(f"Mermaid diagram written to {mermaid_out}", file=out)
+        else:
+            written = False
     if not result.reproduced:
         got = f"{result.violation[0]} [{result.violation[1]}]" if result.violation else "no violation"
-        raise BadInput(f"trace {args.file}: replays, but ends in {got}, not the recorded "
+        raise BadInput(f"{source}: replays, but ends in {got}, not the recorded "
                        f"{trace.property or 'no violation'}{note}")
     if note:
         print(f"note: trace{note}", file=sys.stderr)
-    status = sys.stderr if args.pytest else out     # keep --pytest output a valid module
+    status = sys.stderr if pytest else out     # keep --pytest output a valid module
     if result.violation:
         print(f"reproduced: {trace.config} [{trace.variant}] violates {result.violation[0]} "
               f"[{result.violation[1]}] after {len(trace.steps)} steps", file=status)
         return EXIT_VIOLATION
     print(f"replayed {len(trace.steps)} steps: no property violated", file=status)
-    return EXIT_OK
+    return EXIT_OK if written else EXIT_BAD_INPUT
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,11 +319,7 @@ def cmd_fuzz(args) -> int:
     if args.time_budget is not None and not (math.isfinite(args.time_budget)
                                              and args.time_budget > 0):
         raise BadInput("--time-budget must be a positive number of seconds")
-    for opt in ("trace_out", "itf_out"):
-        path = getattr(args, opt)
-        if path and not Path(path).parent.exists():
-            raise BadInput(f"--{opt.replace('_', '-')}: directory {Path(path).parent} "
-                           f"does not exist")
+    _check_outputs(args, "trace_out", "itf_out")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     budget = prof.time_budget if args.time_budget is None else args.time_budget
     # stdout is the JSON document (--json) or the test module (--pytest): the rest goes to stderr
@@ -316,18 +346,11 @@ def cmd_fuzz(args) -> int:
     # the counterexample: a trace file (default name in the current directory), ITF, pytest
     trace = result.trace
     trace_file = itf_file = None
-    if trace is not None:
+    if trace is not None:          # exit 1 follows, which outranks a failed write (errors.py)
         trace_file = args.trace_out or f"kipcheck-fuzz-{spec.cfg.name}-{spec.variant}-{seed}.json"
-        try:
-            trace.dump(trace_file)
-        except OSError as e:
-            print(f"kipcheck: cannot write the trace to {trace_file}: {e.strerror}",
-                  file=sys.stderr)
+        if not write_output("the trace", trace_file, lambda: trace.dump(trace_file)):
             trace_file = None
-        if args.itf_out:
-            from kipcheck.export import write_itf
-            from properties.trace import replay
-            write_itf(replay(trace), args.itf_out)
+        if args.itf_out and _write_itf(trace, args.itf_out):    # the summary names the file
             itf_file = args.itf_out
     hint = result.replay_hint() + (f" --time-budget {args.time_budget:g}"
                                    if args.time_budget is not None else "")
@@ -369,7 +392,7 @@ def cmd_fuzz(args) -> int:
               f"seed {seed}", file=sys.stderr if args.json else out)
         return EXIT_VIOLATION
     if result.stop_reason == "interrupted":
-        return 130
+        return EXIT_INTERRUPTED
     return EXIT_OK
 
 
@@ -457,6 +480,26 @@ def _table(header, rows, out) -> None:
         print("  ".join(f"{c:<{w}}" for c, w in zip(r, widths)), file=out)
 
 
+def _ignore_sigint() -> None:
+    """In the check's worker processes: Ctrl-C is the parent's to handle (it stops them);
+    otherwise every idle worker prints its own KeyboardInterrupt traceback."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(executor) -> None:
+    """Stop a process pool now: its running jobs are not waited for (an exploration may run
+    for minutes), its processes are terminated."""
+    if executor is None:
+        return
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(timeout=1)
+
+
 def cmd_check(args) -> int:
     from kipcheck import checkjob
     from model.config import VARIANTS
@@ -473,6 +516,9 @@ def cmd_check(args) -> int:
         if unknown:
             raise BadInput(f"unknown configuration {unknown[0]!r}; configurations: "
                            f"{', '.join(CONFIGS)}")
+        if not configs:            # an empty CI variable must not turn the gate green
+            raise BadInput(f"--configs {args.configs!r} selects no configuration; give tiny, "
+                           f"small, all or names from: {', '.join(CONFIGS)}")
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     bad = [e for e in engines if e not in checkjob.ENGINES]
     if bad or not engines:
@@ -480,6 +526,8 @@ def cmd_check(args) -> int:
                        f"engines: {', '.join(checkjob.ENGINES)}")
     if args.jobs < 1:
         raise BadInput("--jobs must be at least 1")
+    check_output_dir("--out", args.out)
+    check_output_file("--json", args.json)
     why_not = checkjob.available_engines()
     runnable = [e for e in engines if not why_not[e]]
     variants = [v for v in VARIANTS.values() if v.config in configs]
@@ -498,19 +546,26 @@ def cmd_check(args) -> int:
         mapper = map(checkjob.run_job, jobs)
         executor = None
     else:
-        executor = ProcessPoolExecutor(max_workers=workers)
+        executor = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
         mapper = executor.map(checkjob.run_job, jobs)
     try:
         for i, res in enumerate(mapper, 1):
             results.append(res)
             what = res.get("violation") or res.get("status") or res.get("divergence") \
-                or "no violation"
+                or (f"ERROR {res['error']}" if res.get("error") else "no violation")
             label = res["engine"] + (f" {res['property']}" if res.get("property") else "")
             print(f"  [{i}/{len(jobs)}] {label} {res['config']} [{res['variant']}]: "
                   f"{res['seconds']:.1f} s, {what}", file=sys.stderr)
+    except KeyboardInterrupt:
+        _stop_pool(executor)
+        executor = None
+        print(f"kipcheck: interrupted after {len(results)} of {len(jobs)} jobs; no verdict",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         if executor:
             executor.shutdown(cancel_futures=True)
+    errors = [r for r in results if r.get("error")]
     rows, failures, per_config, per_variant = checkjob.summarize(
         results, configs, variants, engines, why_not)
     total = time.perf_counter() - t0
@@ -527,24 +582,31 @@ def cmd_check(args) -> int:
               file=out)
         _table(["variant", "must break"] + configs + ["caught"], per_variant, out)
     print(f"\n{len(jobs)} jobs in {total:.1f} s", file=out)
+    written = True
     if args.out:
         rep = checkjob.build_report(results, configs, variants, engines, why_not, rows,
                                     per_config, per_variant, failures, total)
-        try:
-            paths = rep.write(args.out)
+        paths = {}
+        if write_output("the report", args.out, lambda: paths.update(rep.write(args.out))):
             print(f"report: {paths['html']} and {paths['markdown']}", file=out)
-        except OSError as e:
-            print(f"kipcheck: cannot write the report to {args.out}: {e.strerror}",
-                  file=sys.stderr)
+        else:
+            written = False
     if args.json:
-        Path(args.json).write_text(json.dumps({"configs": configs, "engines": engines,
-                                               "seed": seed, "results": results,
-                                               "failures": failures, "seconds": total},
-                                              indent=1) + "\n")
-        print(f"results written to {args.json}", file=out)
+        doc = json.dumps({"configs": configs, "engines": engines, "seed": seed,
+                          "results": results, "failures": failures, "seconds": total},
+                         indent=1) + "\n"
+        if write_output("the results", args.json, lambda: Path(args.json).write_text(doc)):
+            print(f"results written to {args.json}", file=out)
+        else:
+            written = False
     if failures:
         print("FAILED: " + "; ".join(failures), file=out)
-        return EXIT_VIOLATION
+        # a job that raised leaves the check without a verdict: 2, as for a broken environment
+        return EXIT_BAD_INPUT if errors else EXIT_VIOLATION
+    if not written:
+        print("FAILED: the results are above, but not every output could be written",
+              file=out)
+        return EXIT_BAD_INPUT
     print("OK: the correct design holds under every engine and reaches every witness; every "
           "variant is caught", file=out)
     return EXIT_OK
@@ -561,8 +623,8 @@ def _z3_available() -> None:
     try:
         import z3  # noqa: F401
     except ImportError:
-        raise BadInput("the Z3 engine needs the z3-solver package: pip install "
-                       "'kipcheck[symbolic]' (the README's set-up installs it)") from None
+        raise BadInput("the Z3 engine needs the z3-solver package, a dependency of kipcheck "
+                       "that is missing here: pip install z3-solver") from None
 
 
 def _properties_arg(text: str) -> tuple:
@@ -599,8 +661,7 @@ def cmd_prove(args) -> int:
         raise BadInput("--bmc: the depth must be between 0 and 30")
     if not 1 <= args.max_k <= 4:
         raise BadInput("--max-k must be between 1 and 4")
-    if args.trace_out and not Path(args.trace_out).parent.exists():
-        raise BadInput(f"--trace-out: directory {Path(args.trace_out).parent} does not exist")
+    _check_outputs(args, "trace_out")
     out = sys.stderr if args.json else sys.stdout
     what = f"bounded model checking to depth {args.bmc}" if args.bmc is not None else \
         f"k-induction (k <= {args.max_k})"
@@ -654,12 +715,11 @@ def cmd_prove(args) -> int:
         name = args.trace_out if (args.trace_out and len(traces) == 1) else \
             f"kipcheck-prove-{spec.cfg.name}-{spec.variant}-{trace.property}.json"
         _print_trace(trace, out)
-        try:
-            trace.dump(name)
+        if write_output("the trace", name, lambda: trace.dump(name)):
             files.append(name)
             print(f"trace written to {name}; replay: kipcheck replay {name}", file=out)
-        except OSError as e:
-            print(f"kipcheck: cannot write the trace to {name}: {e.strerror}", file=sys.stderr)
+        elif worst != EXIT_VIOLATION:
+            worst = EXIT_BAD_INPUT
     if args.json:
         print(json.dumps({"config": spec.cfg.name, "variant": spec.variant,
                           "results": results, "trace_files": files}, indent=1))
@@ -824,12 +884,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     from kipcheck.lint import cmd_lint_config
     li = sub.add_parser("lint-config", help="check a broker or controller properties file with "
-                        "Kafka's listener rules (L-0..L-27) and the forwarding security warnings")
+                        "Kafka's listener rules (L-0..L-27), then for forwarding and listener "
+                        "security problems (warnings, exit 1) and advice (notes, exit 0)")
     li.add_argument("file", metavar="FILE.properties")
     li.add_argument("--role", choices=("broker", "controller"),
                     help="the role the file is for: without process.roles it is checked as "
                     "process.roles=ROLE (a broker with zookeeper.connect stays a ZooKeeper-mode "
                     "broker); with it, ROLE must be one of its roles. Default: from the file")
+    li.add_argument("--strict", action="store_true",
+                    help="exit 1 for notes too, not only for security warnings")
     li.set_defaults(func=cmd_lint_config)
 
     from kipcheck.campaign.cli import add_campaign_parser
@@ -837,20 +900,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _commands(parser) -> list:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if not getattr(args, "command", None):
-            parser.print_help()
-            return EXIT_BAD_INPUT
+        if not getattr(args, "command", None):         # usage, not a result: stderr
+            raise BadInput(f"no command given; usage: kipcheck COMMAND [options], commands: "
+                           f"{', '.join(_commands(parser))} ('kipcheck --help' describes them)")
         return args.func(args)
     except BadInput as e:
         print(f"kipcheck: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("kipcheck: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:                        # output piped into head: not an error
         sys.stdout = None
         return EXIT_OK

@@ -3,27 +3,36 @@ the reference implementation's listener rules (``impl/config.py``, L-0..L-27), t
 security problems of KIP-590 forwarding and KIP-103 listeners that Kafka accepts silently.
 
 Kafka stops at the first invalid setting, so an invalid file gives one error (the one Kafka
-would report at startup) and no warnings; docs/lint-config.md lists every rule and warning.
-Exit codes: 0 valid without warnings, 1 warnings only, 2 an error or an unreadable file.
+would report at startup) and no findings beyond it; docs/lint-config.md lists every rule.
+
+A finding of a valid file is a *warning* when it is a security problem: it lets someone reach
+or do what the file's authentication or authorization is there to prevent.  Otherwise it is a
+*note* (advice on listener separation, a setting Kafka reads differently from how it is
+written): Kafka's quickstart files get notes, not warnings.  Exit codes: 0 valid (notes
+allowed), 1 security warnings (with ``--strict``: any finding), 2 an error or an unreadable file.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from impl.config import (
     BROKER, CONTROL_PLANE_LISTENER_NAME, CONTROLLER_LISTENER_NAMES, PRINCIPAL_BUILDER_CLASS,
     PRINCIPAL_SERDE_CLASSES, PROCESS_ROLES, ZOOKEEPER_CONNECT, ConfigError, ListenerConfig,
     PropertiesError, load_properties, process_roles, validate,
 )
-from kipcheck.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, BadInput
+from kipcheck.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, BadInput
 
-ERROR, WARNING = "error", "warning"
+ERROR, WARNING, NOTE = "error", "warning", "note"
+SECURE_PROTOCOLS = frozenset({"SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+AUTHORIZER_CLASS_NAME = "authorizer.class.name"
+MAX_FILE_BYTES = 4 * 1024 * 1024        # a server.properties is a few KiB
 
 
 @dataclass(frozen=True)
 class Finding:
     rule_id: str                # L-n (Kafka refuses to start) or W-n (kipcheck's warning)
-    severity: str               # ERROR | WARNING
+    severity: str               # ERROR | WARNING (a security problem) | NOTE
     message: str
 
 
@@ -37,7 +46,7 @@ def lint(props: dict[str, str]) -> tuple[ListenerConfig | None, list]:
 
 
 def security_warnings(cfg: ListenerConfig) -> list[Finding]:
-    """W-1..W-6 for a configuration Kafka accepts, in ID order."""
+    """W-1..W-6 for a configuration Kafka accepts, in ID order, each a WARNING or a NOTE."""
     return [finding for check in (
         _shared_inter_broker_listener, _controller_listener_advertised, _envelope_on_plaintext,
         _principal_builder_without_serde, _several_controller_listeners,
@@ -57,7 +66,7 @@ def _shared_inter_broker_listener(cfg: ListenerConfig) -> list[Finding]:
     if cfg.control_plane_listener_name is not None:
         what = (f"the inter-broker listener {cfg.inter_broker_listener_name} and the "
                 f"control-plane listener {cfg.control_plane_listener_name} are")
-    return [Finding("W-1", WARNING, (
+    return [Finding("W-1", NOTE, (
         f"{what} also advertised to clients: advertised.listeners has no other broker listener, "
         "so client traffic shares it with broker traffic (KIP-103: give clients a listener of "
         "their own)"))]
@@ -75,11 +84,25 @@ def _controller_listener_advertised(cfg: ListenerConfig) -> list[Finding]:
         for e in cfg.advertised_broker_listeners if e.listener_name in meant]
 
 
+def _guards_anything(cfg: ListenerConfig) -> bool:
+    """Whether the node authorizes requests or authenticates some listener: only then can an
+    unauthenticated sender gain anything by naming another principal."""
+    return bool(cfg.originals.get(AUTHORIZER_CLASS_NAME, "").strip()) or any(
+        e.security_protocol in SECURE_PROTOCOLS for e in cfg.listeners)
+
+
 def _envelope_on_plaintext(cfg: ListenerConfig) -> list[Finding]:
     """W-3: a listener that accepts EnvelopeRequest without authenticating its sender.  In ZK
     mode only the privileged listener does, and only with forwarding, which needs
     ``zookeeper.metadata.migration.enable`` (F-4, F-23, F-24); a KRaft controller accepts it
-    on every controller listener (F-28); a KRaft broker never (F-22)."""
+    on every controller listener (F-28); a KRaft broker never (F-22).  A security warning
+    where the node has an authorizer or an authenticated listener; a note where it has
+    neither (Kafka's quickstart): there every client is ANONYMOUS and may already do
+    everything, so naming another principal gains nothing until security is switched on."""
+    severity = WARNING if _guards_anything(cfg) else NOTE
+    suffix = "" if severity == WARNING else (
+        "; nothing is authenticated or authorized on this node yet, so this matters once "
+        f"{AUTHORIZER_CLASS_NAME} or an SSL/SASL listener is added")
     found = []
     if cfg.zk_mode and cfg.migration_enabled and cfg.privileged_listener_name is not None:
         found += [(e, "the privileged listener of a ZooKeeper-mode broker with forwarding, F-24")
@@ -87,10 +110,11 @@ def _envelope_on_plaintext(cfg: ListenerConfig) -> list[Finding]:
     if cfg.is_controller:
         found += [(e, "a KRaft controller accepts it on every controller listener, F-28")
                   for e in cfg.controller_listeners]
-    return [Finding("W-3", WARNING, (
+    return [Finding("W-3", severity, (
         f"listener {e.listener_name} accepts EnvelopeRequest on PLAINTEXT ({why}): the sender "
         "is not authenticated, so anyone who reaches it is checked for CLUSTER_ACTION as "
-        "ANONYMOUS and then names the client principal the request runs as (F-25, F-30)"))
+        f"ANONYMOUS and then names the client principal the request runs as (F-25, F-30)"
+        f"{suffix}"))
         for e, why in found if e.security_protocol == "PLAINTEXT"]
 
 
@@ -103,7 +127,7 @@ def _principal_builder_without_serde(cfg: ListenerConfig) -> list[Finding]:
         if not cfg.has_principal_serde(e.listener_name):
             by_class.setdefault(cfg.principal_builder_class(e.listener_name), []).append(
                 e.listener_name)
-    return [Finding("W-4", WARNING, (
+    return [Finding("W-4", NOTE, (
         f"{PRINCIPAL_BUILDER_CLASS} {cls} (listener{'s' if len(names) > 1 else ''} "
         f"{', '.join(names)}) is not known to implement KafkaPrincipalSerde: a forwarding broker "
         "cannot put the client's principal into an Envelope (F-12) and a controller cannot read "
@@ -116,7 +140,7 @@ def _several_controller_listeners(cfg: ListenerConfig) -> list[Finding]:
     """W-5: Kafka's own log warning, verbatim (``KafkaConfig.validateValues``, L-21)."""
     if cfg.process_roles != {BROKER} or len(cfg.controller_listener_names) < 2:
         return []
-    return [Finding("W-5", WARNING, (
+    return [Finding("W-5", NOTE, (
         f"{CONTROLLER_LISTENER_NAMES} has multiple entries; only the first will be used since "
         f"{PROCESS_ROLES}=broker: [{', '.join(cfg.controller_listener_names)}]"))]
 
@@ -127,7 +151,7 @@ def _control_plane_in_data_plane(cfg: ListenerConfig) -> list[Finding]:
     name = cfg.control_plane_listener_name
     if name is None or all(e.listener_name != name for e in cfg.data_plane_listeners):
         return []
-    return [Finding("W-6", WARNING, (
+    return [Finding("W-6", NOTE, (
         f"the control-plane listener {name} is also a data-plane listener: Kafka compares "
         f"{CONTROL_PLANE_LISTENER_NAME} '{cfg.originals[CONTROL_PLANE_LISTENER_NAME].strip()}' "
         "with listener names case-sensitively there (L-19) and creates a second acceptor for "
@@ -162,7 +186,14 @@ def _one_line(text: str) -> str:
 
 
 def cmd_lint_config(args) -> int:
-    """``kipcheck lint-config FILE [--role broker|controller]``."""
+    """``kipcheck lint-config FILE [--role broker|controller] [--strict]``."""
+    try:
+        size = Path(args.file).stat().st_size
+    except OSError as e:
+        raise BadInput(f"{args.file}: {e.strerror or e}") from None
+    if size > MAX_FILE_BYTES:
+        raise BadInput(f"{args.file}: too large for a properties file ({size:,} bytes; the "
+                       f"limit is {MAX_FILE_BYTES:,})")
     try:
         props = load_properties(args.file)
     except OSError as e:
@@ -176,7 +207,10 @@ def cmd_lint_config(args) -> int:
     if cfg is None:
         print(f"{args.file}: invalid, 1 error (Kafka stops at the first one)")
         return EXIT_BAD_INPUT
-    n = len(findings)
+    warnings = sum(1 for f in findings if f.severity == WARNING)
+    notes = len(findings) - warnings
+    counts = [f"{n} {what}{'s' if n > 1 else ''}" for n, what in ((warnings, "warning"),
+                                                                   (notes, "note")) if n]
     print(f"{args.file}: valid {cfg.description}{note}, "
-          + (f"{n} warning{'s' if n > 1 else ''}" if n else "no warnings"))
-    return EXIT_VIOLATION if findings else EXIT_OK
+          + (", ".join(counts) if counts else "no warnings"))
+    return EXIT_VIOLATION if warnings or (args.strict and notes) else EXIT_OK

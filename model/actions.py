@@ -2,7 +2,7 @@
 
 ``None`` means the step is not enabled.  Guards come first, the effect last.  Names are
 actor-verb-object in Kafka's words; rule IDs (F-*, R-*, D-*, L-*, Z-*) point into
-``shared/reference/kafka-behaviour.md``.  Helpers whose names start with ``_`` are parts of a
+``docs/rules.md``.  Helpers whose names start with ``_`` are parts of a
 step (what a node does on receipt of a request, how a reply travels), not steps themselves.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Kafka's own numbers, used by the model with their real values.
 
-Error codes are those of ``org.apache.kafka.common.protocol.Errors`` (reference section 5);
+Error codes are those of ``org.apache.kafka.common.protocol.Errors`` (docs/rules.md section 5);
 API keys those of ``ApiKeys``.  The state stores these ints, never strings, so that state
 hashes are the same in every process (Python salts ``str`` hashes per process).
 """
@@ -34,7 +34,7 @@ ERROR_NAMES = {
 }
 
 # Errors that only the envelope layer produces; a client must never see them (KIP-590
-# "EnvelopeResponse Handling", reference table 1.6).
+# "EnvelopeResponse Handling", table 1.6 of docs/rules.md).
 ENVELOPE_ONLY_ERRORS = frozenset({PRINCIPAL_DESERIALIZATION_FAILURE})
 
 # API keys (ApiKeys.java)

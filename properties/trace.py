@@ -21,6 +21,7 @@ import model
 from model.describe import describe_step
 from model.step import Step
 from properties import registry
+from properties.inputs import InputError, load_json
 from properties.kafka_spec import KafkaSpec, UnknownName
 
 FORMAT = "kipcheck-trace"
@@ -99,13 +100,9 @@ class Trace:
     @staticmethod
     def load(path) -> "Trace":
         try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise TraceError(f"cannot read {path}: {e.strerror}") from None
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise TraceError(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+            obj = load_json(path)
+        except InputError as e:
+            raise TraceError(str(e)) from None
         return Trace.from_json(obj)
 
 

@@ -1,6 +1,7 @@
 """``kipcheck lint-config`` on the sample files of examples/lint/: valid files exit 0, each
-error file exits 2 with its rule, each warning file exits 1 with its warning; unreadable and
-malformed files give one line on stderr and exit 2, never a traceback."""
+error file exits 2 with its rule, each security-warning file exits 1 with its warning, each
+note file and Kafka's quickstart files exit 0 (1 with ``--strict``); unreadable and malformed
+files give one line on stderr and exit 2, never a traceback."""
 import re
 from pathlib import Path
 
@@ -15,20 +16,25 @@ VALID = {"broker-zk.properties": "ZooKeeper-mode broker",
          "controller-kraft.properties": "KRaft controller"}
 ERRORS = sorted(SAMPLES.glob("error-*.properties"))
 WARNINGS = sorted(SAMPLES.glob("warning-*.properties"))
+NOTES = sorted(SAMPLES.glob("note-*.properties"))
+QUICKSTART = sorted(SAMPLES.glob("quickstart-*.properties"))
 
 
 def rule_of(path: Path) -> str:
-    return re.match(r"(?:error|warning)-([LW]-\d+)-", path.name)[1]
+    return re.match(r"(?:error|warning|note)-([LW]-\d+)-", path.name)[1]
 
 
 def test_the_samples_cover_every_rule_a_file_can_break_and_every_warning():
     assert sorted({p.name for p in SAMPLES.glob("*.properties")}) == sorted(
-        [*VALID, *(p.name for p in ERRORS), *(p.name for p in WARNINGS)])
+        [*VALID, *(p.name for p in ERRORS + WARNINGS + NOTES + QUICKSTART)])
     # L-1, L-4, L-10, L-18, L-19, L-25..L-27 are behaviour, never an error of their own
     assert sorted(rule_of(p) for p in ERRORS) == sorted(
         f"L-{n}" for n in (0, 2, 3, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 20, 21, 22, 23,
                            24))
-    assert [rule_of(p) for p in WARNINGS] == [f"W-{n}" for n in range(1, 7)]
+    # W-3 is a security warning where the node authenticates or authorizes, else a note
+    assert sorted({rule_of(p) for p in WARNINGS + NOTES}) == [f"W-{n}" for n in range(1, 7)]
+    assert [rule_of(p) for p in WARNINGS] == ["W-2", "W-3"]
+    assert len(QUICKSTART) == 4
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
@@ -57,6 +63,46 @@ def test_warning_sample_exits_1_with_its_warning(path, capsys):
     assert re.fullmatch(rf"{re.escape(str(path))}: valid .+, 1 warning", lines[1])
 
 
+@pytest.mark.parametrize("path", NOTES, ids=lambda p: p.name)
+def test_note_sample_exits_0_and_1_when_strict(path, capsys):
+    code, out, err = run(["lint-config", str(path)], capsys)
+    lines = out.splitlines()
+    assert (code, err, len(lines)) == (0, "", 2)
+    assert lines[0].startswith(f"{rule_of(path)} note: ")
+    assert re.fullmatch(rf"{re.escape(str(path))}: valid .+, 1 note", lines[1])
+    code, strict_out, _ = run(["lint-config", str(path), "--strict"], capsys)
+    assert (code, strict_out) == (1, out)
+
+
+@pytest.mark.parametrize("path", QUICKSTART, ids=lambda p: p.name)
+def test_kafkas_quickstart_files_are_not_flagged(path, capsys):
+    """Kafka's own quickstart configurations (all PLAINTEXT, no authorizer) get notes only."""
+    code, out, err = run(["lint-config", str(path)], capsys)
+    assert (code, err) == (0, "")
+    assert " warning" not in out and " note: " in out
+
+
+def test_plaintext_envelope_listener_is_a_warning_once_anything_is_secured(tmp_path, capsys):
+    """W-3's severity follows the node's security: no authorizer and no authenticated
+    listener -> a note; an authorizer, or an SSL/SASL listener beside it -> a warning."""
+    base = ("process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+            "controller.quorum.voters=1@c1:9093\n")
+    f = tmp_path / "c.properties"
+    cases = [("listeners=CONTROLLER://:9093\n", 0, "note"),
+             ("listeners=CONTROLLER://:9093\nauthorizer.class.name=org.apache.kafka.metadata."
+              "authorizer.StandardAuthorizer\n", 1, "warning"),
+             ("process.roles=broker,controller\nlisteners=CONTROLLER://:9093,SECURE://:9094\n"
+              "listener.security.protocol.map=CONTROLLER:PLAINTEXT,SECURE:SASL_SSL\n"
+              "inter.broker.listener.name=SECURE\nsasl.enabled.mechanisms=PLAIN\n"
+              "sasl.mechanism.inter.broker.protocol=PLAIN\n", 1, "warning")]
+    for extra, want_code, severity in cases:
+        f.write_text(base + extra)
+        code, out, _ = run(["lint-config", str(f)], capsys)
+        assert code == want_code, out
+        assert [line for line in out.splitlines() if line.startswith("W-3 ")][0].startswith(
+            f"W-3 {severity}: listener CONTROLLER accepts EnvelopeRequest")
+
+
 def test_output_carries_kafkas_message(capsys):
     path = SAMPLES / "error-L-14-inter-broker-not-advertised.properties"
     _, out, _ = run(["lint-config", str(path)], capsys)
@@ -64,28 +110,30 @@ def test_output_carries_kafkas_message(capsys):
         "L-14 error: requirement failed: inter.broker.listener.name must be a listener name "
         "defined in advertised.listeners. The valid options based on currently configured "
         "listeners are CLIENT")
-    _, out, _ = run(["lint-config", str(SAMPLES / "warning-W-5-several-controller-listeners"
+    _, out, _ = run(["lint-config", str(SAMPLES / "note-W-5-several-controller-listeners"
                                               ".properties")], capsys)
     assert out.splitlines()[0] == (
-        "W-5 warning: controller.listener.names has multiple entries; only the first will be "
+        "W-5 note: controller.listener.names has multiple entries; only the first will be "
         "used since process.roles=broker: [CONTROLLER, CONTROLLER_OLD]")
-    _, out, _ = run(["lint-config", str(SAMPLES / "warning-W-4-principal-builder-without-serde"
+    _, out, _ = run(["lint-config", str(SAMPLES / "note-W-4-principal-builder-without-serde"
                                               ".properties")], capsys)
-    assert out.startswith("W-4 warning: principal.builder.class "
+    assert out.startswith("W-4 note: principal.builder.class "
                           "com.example.kafka.LdapPrincipalBuilder (listeners CLIENT, REPLICATION) "
                           "is not known to implement KafkaPrincipalSerde")
 
 
 def test_default_kraft_controller_gets_several_warnings(tmp_path, capsys):
     """A ZK-mode default needs zookeeper.connect; a KRaft controller on the defaults (PLAINTEXT
-    controller listener, custom builder) collects W-3 and W-4, in ID order."""
+    controller listener, custom builder) collects W-3 and W-4, in ID order, as notes: nothing
+    on it is secured."""
     f = tmp_path / "c.properties"
     f.write_text("process.roles=controller\ncontroller.listener.names=CONTROLLER\n"
                  "listeners=CONTROLLER://:9093\nprincipal.builder.class=com.example.B\n")
     code, out, _ = run(["lint-config", str(f)], capsys)
-    assert code == 1
-    assert [line.split()[0] for line in out.splitlines()[:-1]] == ["W-3", "W-4"]
-    assert out.splitlines()[-1].endswith("valid KRaft controller, 2 warnings")
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines()[:-1]] == [["W-3", "note:"],
+                                                                    ["W-4", "note:"]]
+    assert out.splitlines()[-1].endswith("valid KRaft controller, 2 notes")
 
 
 @pytest.mark.parametrize("text, role, expected", [
@@ -99,14 +147,14 @@ def test_default_kraft_controller_gets_several_warnings(tmp_path, capsys):
     ("process.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n"
      "listeners=CLIENT://b1:9092,CONTROLLER://b1:9093\ninter.broker.listener.name=CLIENT\n"
      "listener.security.protocol.map=CLIENT:SSL,CONTROLLER:SSL\n", "controller",
-     "valid KRaft combined broker and controller, 1 warning"),      # W-1: clients on CLIENT
+     "valid KRaft combined broker and controller, 1 note"),         # W-1: clients on CLIENT
 ])
 def test_role(tmp_path, capsys, text, role, expected):
     f = tmp_path / "x.properties"
     f.write_text(text)
     code, out, _ = run(["lint-config", str(f), "--role", role], capsys)
     assert out.splitlines()[-1] == f"{f}: {expected}"
-    assert code == (1 if "1 warning" in expected else 0)
+    assert code == (1 if "warning" in expected and "no warnings" not in expected else 0)
 
 
 def test_role_must_match_process_roles(capsys):
