@@ -38,7 +38,7 @@ ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 BOOTSTRAP_SERVERS = "bootstrap.servers"
 BOOTSTRAP_CONTROLLERS = "bootstrap.controllers"
 
-# D-7: the calls whose NodeProvider supports controllers in the reference snapshot.
+# D-7: the calls whose NodeProvider supports controllers at apache/kafka commit 1eb7644 (docs/rules.md).
 CONTROLLER_SUPPORTED_CALLS = frozenset({
     "describeCluster", "describeAcls", "createAcls", "deleteAcls", "describeConfigs",
     "alterConfigs", "incrementalAlterConfigs", "alterPartitionReassignments",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 ZK_MODE, KRAFT_MODE = "zk", "kraft"
 MUTATION, DESCRIBE, FORGED_ENVELOPE = "mutation", "describe", "forged_envelope"
 
-# Kafka's defaults (reference section 6)
+# Kafka's defaults (docs/rules.md section 6)
 KRAFT_FORWARD_RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding channel (F-17)
 ZK_REQUEST_TIMEOUT_MS = 30_000               # request.timeout.ms (F-17 on a ZK broker)
 REGISTRATION_RETRY_TIMEOUT_MS = 5_000        # ControllerRegistrationManager's channel

@@ -62,7 +62,7 @@ MUTATION_APIS = (CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, CREATE_ACLS)
 METADATA_VERSION = "metadata.version"
 MINIMUM_KRAFT_VERSION = 1        # 3.0-IV1
 MV_3_7_IV0 = 15                  # controller registration, controller DescribeCluster (R-1, D-1)
-LATEST_PRODUCTION_MV = 21        # 3.9-IV0, the highest production level of the reference snapshot
+LATEST_PRODUCTION_MV = 21        # 3.9-IV0, the highest production level of apache/kafka at commit 1eb7644 (docs/rules.md)
 
 NO_LEADER = -1
 TOPIC_RESOURCE = 2               # ConfigResource.Type.TOPIC

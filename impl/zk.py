@@ -1,7 +1,7 @@
 """An in-memory ZooKeeper ensemble, sans I/O: the part of ZooKeeper that Kafka's ZK mode relies on.
 
 What Kafka's single-writer fencing needs from ZooKeeper (rules Z-1..Z-7 of
-``kafka-behaviour.md`` section 4), with ZooKeeper's own semantics (3.8, the version Kafka 3.x
+``docs/rules.md`` section 4), with ZooKeeper's own semantics (3.8, the version Kafka 3.x
 ships):
 
 - **Sessions** (``SessionTrackerImpl``): a client opens a session with a requested timeout,

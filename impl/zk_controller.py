@@ -1,6 +1,6 @@
 """The ZK-mode controller: election, the event queue and single-writer fencing (rules Z-1..Z-7).
 
-What ``KafkaController`` and ``KafkaZkClient`` do (``kafka-behaviour.md`` section 4), on the
+What ``KafkaController`` and ``KafkaZkClient`` do (``docs/rules.md`` section 4), on the
 in-memory ensemble of ``impl/zk.py``, sans I/O:
 
 - ``KafkaZkClient``: the znodes Kafka uses and how it writes them.  Election
@@ -45,7 +45,7 @@ from impl.zk import (MATCH_ANY_VERSION, CheckOp, Code, CreateMode, CreateOp, Del
                      EventType, KeeperException, KeeperState, Op, OpResult, SetDataOp, Stat,
                      WatchedEvent, ZooKeeper)
 
-# Errors.java codes this module answers with (reference section 5)
+# Errors.java codes this module answers with (docs/rules.md section 5)
 STALE_CONTROLLER_EPOCH = 11     # ControllerMovedException
 NOT_CONTROLLER = 41
 

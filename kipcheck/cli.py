@@ -49,14 +49,28 @@ def _trace_of(spec, result):
 
 
 def _print_trace(trace, out) -> None:
-    from model.describe import describe_step
+    """Each step in Kafka's words (what it found and what it did) with the ``Step(...)`` to
+    paste into a test, then the facts of the last state that break the clause."""
+    from model.describe import describe_trace
+    from model.next import replay as replay_steps
     from properties.kafka_spec import KafkaSpec
-    cfg = KafkaSpec.named(trace.config, trace.variant).cfg
+    from properties.registry import describe_violation
+    spec = KafkaSpec.named(trace.config, trace.variant)
     print(f"counterexample ({len(trace.steps)} steps) violating {trace.property} "
           f"[{trace.clause}]:", file=out)
-    for i, st in enumerate(trace.steps, 1):
-        print(f"  {i:>3}. {describe_step(cfg, st)}", file=out)
+    texts = describe_trace(spec.cfg, spec.design, trace.steps)
+    for i, (st, text) in enumerate(zip(trace.steps, texts), 1):
+        print(f"  {i:>3}. {text}", file=out)
         print(f"       Step({st.action!r}, {st.args!r}),", file=out)
+    if trace.property:
+        try:
+            end = replay_steps(spec.cfg, spec.design, trace.steps)[-1]
+        except ValueError:              # a trace that does not replay: replay() says so
+            return
+        print(f"  in the last state ({trace.property} [{trace.clause}]):", file=out)
+        for line in describe_violation(spec.cfg, spec.design, end, trace.property,
+                                       trace.clause):
+            print(f"       - {line}", file=out)
 
 
 def cmd_explore(args) -> int:
@@ -757,12 +771,13 @@ def cmd_conform(args) -> int:
     if r.divergence is None:
         print("OK: the implementation agrees with the model after every step", file=out)
         return EXIT_OK
-    from model.describe import describe_step
+    from model.describe import describe_trace
     div = r.divergence
     print(f"DIVERGENCE after {len(div.steps)} steps (shrunk):", file=out)
-    for i, st in enumerate(div.steps, 1):
+    texts = describe_trace(spec.cfg, spec.design, div.steps)
+    for i, (st, text) in enumerate(zip(div.steps, texts), 1):
         mark = "  <-- first divergence" if i == div.index else ""
-        print(f"  {i:>3}. {describe_step(spec.cfg, st)}{mark}", file=out)
+        print(f"  {i:>3}. {text}{mark}", file=out)
         print(f"       Step({st.action!r}, {st.args!r}),", file=out)
     print(div.describe(), file=out)
     print(f"replay: kipcheck conform --config {spec.cfg.name} --seed {seed}"

@@ -199,7 +199,7 @@ def _variant_results() -> tuple:
 
 def variant_traces_markdown() -> str:
     """For every variant: what it is and its shortest counterexample on its configuration."""
-    from model.describe import describe_step
+    from model.describe import describe_trace
     from properties.registry import BY_ID
     parts = []
     for v, spec, result in _variant_results():
@@ -222,8 +222,8 @@ def variant_traces_markdown() -> str:
                      f"(shortest)")
         lines.append(f"- reproduce: `kipcheck explore --config {v.config} --variant {v.name}`")
         lines.append("")
-        for i, st in enumerate(result.trace, 1):
-            lines.append(f"{i}. {describe_step(spec.cfg, st)}")
+        for i, text in enumerate(describe_trace(spec.cfg, spec.design, result.trace), 1):
+            lines.append(f"{i}. {text}")
         lines.append("")
         lines.append("```python")
         lines += [f"Step({st.action!r}, {st.args!r})," for st in result.trace]

@@ -62,12 +62,18 @@ def to_mermaid(result: ReplayResult, cfg) -> str:
     for i, st in enumerate(result.trace.steps):
         if st.action == "client_sends_request":
             c = cfg.clients[st.args[0]]
-            lines.append(f"    {c.name}->>{node_name(cfg, c.node)}: {describe_step(cfg, st)}")
+            lines.append(f"    {c.name}->>{node_name(cfg, c.node)}: "
+                         f"{_mermaid_text(describe_step(cfg, st))}")
         elif st.args and isinstance(st.args[0], tuple):
             m = Msg(*st.args[0])
             lines.append(f"    {node_name(cfg, m.src)}-->>{node_name(cfg, m.dst)}: "
-                         f"{i + 1}. {st.action}")
+                         f"{i + 1}. {_mermaid_text(describe_step(cfg, st))}")
         else:
             who = node_name(cfg, st.args[0]) if st.args else cfg.nodes[0].name
-            lines.append(f"    Note over {who}: {i + 1}. {describe_step(cfg, st)}")
+            lines.append(f"    Note over {who}: {i + 1}. {_mermaid_text(describe_step(cfg, st))}")
     return "\n".join(lines) + "\n"
+
+
+def _mermaid_text(text: str) -> str:
+    """Message text for Mermaid, where ';' ends a statement and '#' starts an entity."""
+    return text.replace("#", "#35;").replace(";", "#59;")

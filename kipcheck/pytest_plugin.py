@@ -504,8 +504,8 @@ class PropertyItem(_GateItem):
                        f"{result.steps_run:,} steps, {result.distinct:,} distinct states")
 
     def _failure(self, result) -> KipcheckFailure:
-        from model.describe import describe_step
-        from properties.kafka_spec import get_config
+        from model.describe import describe_trace
+        from properties.kafka_spec import KafkaSpec
         from properties.trace import as_pytest
         runs = self.parent.runs
         prop, fr = self.prop, result.failed_round
@@ -520,7 +520,7 @@ class PropertyItem(_GateItem):
                                  ("kipcheck_round_seed", fr.round_seed),
                                  ("kipcheck_swarm", fr.swarm.describe()),
                                  ("kipcheck_trace", shown)]
-        cfg = get_config(result.config)
+        spec = KafkaSpec.named(result.config, result.variant)
         lines = [
             f"  {prop.statement}",
             "",
@@ -534,7 +534,8 @@ class PropertyItem(_GateItem):
             "",
             f"counterexample ({prop.id} [{result.clause}] is violated after the last step):",
         ]
-        lines += [f"  {i:>3}. {describe_step(cfg, st)}" for i, st in enumerate(result.steps, 1)]
+        lines += [f"  {i:>3}. {text}" for i, text in
+                  enumerate(describe_trace(spec.cfg, spec.design, result.steps), 1)]
         name = f"test_{prop.id}_{result.config}_{result.variant}".replace("-", "_").lower()
         lines += [
             "",

@@ -247,7 +247,7 @@ VARIANTS = {v.name: v for v in (
             ("ack_before_commit",), "kraft-forward-leader-change"),
     Variant("leak-envelope-error",
             "the forwarder passes the envelope error code to the client",
-            "KIP-590 EnvelopeResponse Handling; reference table 1.6", ("P7",),
+            "KIP-590 EnvelopeResponse Handling; table 1.6 of docs/rules.md", ("P7",),
             ("leak_envelope_error",), "zk-envelope-security"),
     Variant("versions-not-intersected",
             "the forwarder advertises its own versions for forwardable APIs",

@@ -271,7 +271,7 @@ def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> 
     """A client never sees an internal forwarding error: an envelope error reaches it as
     UNKNOWN_SERVER_ERROR, or (UNSUPPORTED_VERSION) as a closed connection.
 
-    KIP-590 EnvelopeResponse Handling; reference table 1.6."""
+    KIP-590 EnvelopeResponse Handling; table 1.6 of docs/rules.md."""
     for c, spec in enumerate(cfg.clients):
         if spec.kind == FORGED_ENVELOPE:
             continue        # it sent an EnvelopeRequest itself: envelope errors are its answer
@@ -416,6 +416,50 @@ BY_ID = {p.id: p for p in PROPERTIES}
 
 _ALWAYS = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind == ALWAYS)
 _QUIESCENT = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind == QUIESCENT)
+
+# What a report of a violation shows of the violating state, per clause: the parts of the
+# state the clause reads, and those that explain how it got there.  Names are the renderers
+# of ``model.describe.FIELDS``.
+RELEVANT_FIELDS = {
+    "zk-writes-carry-current-epoch": ("zk-writes", "active-controller", "zk-controllers"),
+    "log-has-one-writer-per-epoch": ("metadata-log", "active-controller"),
+    "envelope-never-nested": ("envelopes-in-flight", "active-controller", "zk-controllers",
+                              "metadata-caches"),
+    "forward-ends-by-deadline": ("clock", "controller-channels", "client-responses"),
+    "forwarder-forgets-not-controller": ("controller-channels", "active-controller",
+                                         "client-responses"),
+    "registered-only-if-log-agrees": ("registrations", "metadata-log"),
+    "registration-carries-current-incarnation": ("active-controller", "registrations",
+                                                 "metadata-log", "controller-channels"),
+    "mutations-authorized-as-client": ("applied-mutations", "client-responses"),
+    "envelopes-only-from-trusted-senders": ("applied-mutations", "client-responses"),
+    "endpoints-on-request-listener": ("describe-responses",),
+    "acknowledged-mutation-is-durable": ("acknowledged-mutations", "active-controller",
+                                         "client-responses"),
+    "acknowledged-mutation-visible": ("acknowledged-mutations", "metadata-log"),
+    "clients-never-see-envelope-errors": ("client-responses",),
+    "advertised-versions-within-controller": ("advertised-versions", "active-controller"),
+    "at-most-one-final-response": ("client-responses", "controller-channels"),
+    "forwarded-request-answered-by-deadline": ("clock", "client-responses",
+                                               "controller-channels"),
+    "every-request-answered": ("client-responses", "controller-channels", "network"),
+}
+
+
+def describe_violation(cfg: ModelConfig, design: Design, state: State, prop_id: str,
+                       clause_name: str | None = None) -> list:
+    """The violating state's facts that matter for the clause, one line each, in Kafka's
+    words (the clause's ``RELEVANT_FIELDS``).  Without a clause name: those of every clause
+    of the property."""
+    from model.describe import describe_fields
+    if clause_name is None:
+        names = [c.name for c in BY_ID[prop_id].clauses]
+    else:
+        names = [clause_name]
+    fields = []
+    for name in names:
+        fields += [f for f in RELEVANT_FIELDS[name] if f not in fields]
+    return describe_fields(cfg, design, state, fields)
 
 
 def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list) -> tuple | None:

@@ -1,6 +1,6 @@
 """The one exception the wire codec raises for bad bytes, and the Kafka error codes it carries.
 
-Codes are those of ``org.apache.kafka.common.protocol.Errors`` (reference section 5).  Each layer
+Codes are those of ``org.apache.kafka.common.protocol.Errors`` (docs/rules.md section 5).  Each layer
 of the codec reports the code Kafka reports at that layer:
 
 - the schema level (``codec.decode``/``codec.encode``, Kafka's generated ``XxxData`` classes):

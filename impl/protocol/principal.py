@@ -1,7 +1,7 @@
 """The principal serde of ``DefaultKafkaPrincipalBuilder``, which fills the Envelope's
 ``RequestPrincipal`` (F-12) and reads it back on the controller (F-29a).
 
-``serialize_principal`` (``DefaultKafkaPrincipalBuilder.serialize``, reference 1.1) writes a
+``serialize_principal`` (``DefaultKafkaPrincipalBuilder.serialize``, docs/rules.md section 1.1) writes a
 2-byte version prefix -- the highest version of ``DefaultPrincipalData``, 0 -- then
 ``DefaultPrincipalData`` at that version (flexible: compact strings, a tagged-field section), as
 ``MessageUtil.toVersionPrefixedBytes`` does.  ``deserialize_principal`` reads the prefix, rejects
