@@ -9,8 +9,9 @@ step count is calibrated once in this process and then fixed, so every runner do
 work).  Throughput is model steps per second of wall time, from the first submission to the last
 record.  Spark runs each get a fresh Python process (so the SparkSession start-up is a cold JVM,
 ``startup_seconds``), run the campaign once to start the Python workers (``cold_run_seconds``,
-not in the median) and then ``--runs`` times.  The pool is a fresh ``ProcessPoolExecutor(2)`` per run.  Every runner must return
-the same per-shard digests (shards are pure functions of their seed); the benchmark checks it.
+not in the median) and then ``--runs`` times.  The pool is a fresh ``ProcessPoolExecutor(2)`` per
+run.  Every runner must return the same per-shard digests (shards are pure functions of their seed);
+the benchmark checks it.
 
 DESIGN section 9 targets: Spark with 2 executors >= 1.8x the throughput of 1; overhead against a
 process pool <= 15 % (on a 10-minute campaign; this one is shorter, so the fixed costs weigh
@@ -233,11 +234,12 @@ def table(doc: dict) -> str:
             f"{'cold run s':>11} {'steps/s incl. start-up':>23}"]
     for name, r in doc["results"].items():
         st, cold = r.get("startup_seconds"), r.get("cold_run_seconds")
+        with_startup = r.get("steps_per_second_with_startup", r["median_steps_per_second"])
         rows.append(f"{name:<16} {r['median_seconds']:>9.2f} "
                     f"{r['median_steps_per_second']:>10,.0f} "
                     f"{'' if st is None else f'{st:.1f}':>11} "
                     f"{'' if cold is None else f'{cold:.1f}':>11} "
-                    f"{r.get('steps_per_second_with_startup', r['median_steps_per_second']):>23,.0f}")
+                    f"{with_startup:>23,.0f}")
     q = doc["ratios"]
     rows.append(f"spark local[2] / local[1] = {q['spark2_over_spark1']:.2f}x; "
                 f"spark local[2] / pool(2) = {q['spark2_over_pool2']:.2f}x; "

@@ -115,7 +115,7 @@ def main(argv=None) -> int:
         summary[m] = s
     if "explore" in summary:
         base = summary["explore"]["median_seconds"]
-        for m, s in summary.items():
+        for s in summary.values():
             s["ratio_to_explore"] = s["median_seconds"] / base
     doc = {"benchmark": "explore_spark", "config": args.config, "runs": args.runs,
            "distinct": counts.pop(), "commit": git_commit(),

@@ -341,7 +341,8 @@ def load(path: str) -> dict:
     return {"schema": SCHEMA, "targets": {}, "runs": []}
 
 
-_NUMBER_LIST = re.compile(r"\[\s*((?:-?[0-9][0-9.eE+-]*|null)(?:,\s*(?:-?[0-9][0-9.eE+-]*|null))*)\s*\]")
+_NUMBER = r"(?:-?[0-9][0-9.eE+-]*|null)"
+_NUMBER_LIST = re.compile(rf"\[\s*({_NUMBER}(?:,\s*{_NUMBER})*)\s*\]")
 
 
 def save(doc: dict, path: str) -> None:

@@ -108,7 +108,7 @@ def main(argv=None) -> int:
                  "median_seconds": round(statistics.median(secs), 3)}
         results.append(entry)
         last = samples[-1]
-        what = (last.get("status") or ("found %d steps" % last["length"] if last.get("found")
+        what = (last.get("status") or (f"found {last['length']} steps" if last.get("found")
                                        else "not found") if t["kind"] != "crosscheck"
                 else ("ok" if last["ok"] else "MISMATCH"))
         print(f"{entry['name']:<62} {entry['median_seconds']:7.2f} s  {what}", flush=True)

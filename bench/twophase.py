@@ -54,7 +54,7 @@ break ``TCConsistent``.
 from __future__ import annotations
 
 import operator
-from typing import Iterable
+from collections.abc import Iterable
 
 from model.step import Step
 

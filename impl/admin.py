@@ -27,7 +27,7 @@ compatibility matrix is made of.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from impl.protocol import (API_KEYS, ProtocolError, encode_request, parse_response)
 
@@ -38,7 +38,8 @@ ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 BOOTSTRAP_SERVERS = "bootstrap.servers"
 BOOTSTRAP_CONTROLLERS = "bootstrap.controllers"
 
-# D-7: the calls whose NodeProvider supports controllers at apache/kafka commit 1eb7644 (docs/rules.md).
+# D-7: the calls whose NodeProvider supports controllers at apache/kafka commit 1eb7644
+# (docs/rules.md).
 CONTROLLER_SUPPORTED_CALLS = frozenset({
     "describeCluster", "describeAcls", "createAcls", "deleteAcls", "describeConfigs",
     "alterConfigs", "incrementalAlterConfigs", "alterPartitionReassignments",
@@ -141,7 +142,7 @@ class AdminBootstrapAddresses:
     addresses: tuple            # tuple[(host, port)]
 
     @classmethod
-    def from_config(cls, config: Mapping[str, str]) -> "AdminBootstrapAddresses":
+    def from_config(cls, config: Mapping[str, str]) -> AdminBootstrapAddresses:
         """D-4, Kafka's messages verbatim."""
         servers = _list_config(config.get(BOOTSTRAP_SERVERS))
         controllers = _list_config(config.get(BOOTSTRAP_CONTROLLERS))

@@ -247,7 +247,7 @@ class Cluster:
         self.zkc = ZkCluster(len(cfg.nodes), initial_controller=cfg.initial_controller,
                              check_epoch_zk_version="skip-check-op" not in self.bugs,
                              session_timeout_ms=18_000)
-        for n, node in self.nodes.items():
+        for n in self.nodes:
             self._start_zk_broker(n)
 
     def _start_zk_broker(self, n: int) -> None:
@@ -580,9 +580,10 @@ class Cluster:
         version = header["RequestApiVersion"]
         if node.role == "controller":
             regs = self.quorum.image(node.spec.node_id).controllers
+            mv = self.quorum.metadata_version(node.spec.node_id)
             resp = ControllerDescribeCluster("kipcheck-cluster", self.acls.cluster).handle(
-                ctx, version, body, metadata_version=self.quorum.metadata_version(node.spec.node_id),
-                registrations=regs, leader_id=self.quorum.leader_id)
+                ctx, version, body, metadata_version=mv, registrations=regs,
+                leader_id=self.quorum.leader_id)
         else:
             brokers = []
             for n, other in sorted(self.nodes.items()):
@@ -933,7 +934,7 @@ class Cluster:
         return RequestContext(conn.listener, lc.security_protocol_map.get(conn.listener,
                                                                           "PLAINTEXT"),
                               KafkaPrincipal("User", conn.principal),
-                              "192.0.2.%d" % (conn.src + 1), header.get("ClientId") or "",
+                              f"192.0.2.{conn.src + 1}", header.get("ClientId") or "",
                               conn.id,
                               from_privileged_listener=(not self.kraft and conn.listener ==
                                                         lc.privileged_listener_name))
@@ -1094,7 +1095,7 @@ class Cluster:
         if limit is not None and self._window_end() > limit:
             return False
         waiting = False
-        for n, node in self.nodes.items():
+        for node in self.nodes.values():
             if not node.alive:
                 continue
             ch = node.channel

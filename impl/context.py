@@ -12,7 +12,7 @@ Nothing here imports ``model`` or ``properties``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from impl.protocol.principal import KafkaPrincipal
 

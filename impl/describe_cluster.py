@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from impl.context import RequestContext
 from impl.kraft import MV_3_7_IV0, ClusterAuthorizer

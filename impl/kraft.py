@@ -29,7 +29,8 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from impl.context import RequestContext
 from impl.protocol import ProtocolError, encode
@@ -62,7 +63,8 @@ MUTATION_APIS = (CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, CREATE_ACLS)
 METADATA_VERSION = "metadata.version"
 MINIMUM_KRAFT_VERSION = 1        # 3.0-IV1 (R-1)
 MV_3_7_IV0 = 15                  # controller registration, controller DescribeCluster (R-1, D-1)
-LATEST_PRODUCTION_MV = 21        # 3.9-IV0, the highest production level of apache/kafka at commit 1eb7644 (docs/rules.md)
+# 3.9-IV0, the highest production level at apache/kafka commit 1eb7644 (docs/rules.md)
+LATEST_PRODUCTION_MV = 21
 
 NO_LEADER = -1
 TOPIC_RESOURCE = 2               # ConfigResource.Type.TOPIC
@@ -258,7 +260,7 @@ class MetadataDelta:
     changed_controllers: frozenset
 
     @classmethod
-    def of(cls, records: Iterable[MetadataRecord]) -> "MetadataDelta":
+    def of(cls, records: Iterable[MetadataRecord]) -> MetadataDelta:
         records = tuple(records)
         return cls(records, any(r.name == "FeatureLevelRecord" for r in records),
                    frozenset(r.data["ControllerId"] for r in records
@@ -531,7 +533,8 @@ class QuorumController:
             for w in done if w.waiter is not None)
         return CommitResult(replies, tuple(deltas))
 
-    def controller_becomes_leader(self, old_leader_alive: bool = True) -> list[ControllerReply] | None:
+    def controller_becomes_leader(self, old_leader_alive: bool = True
+                                  ) -> list[ControllerReply] | None:
         """``controller_becomes_leader``: this controller leads with epoch + 1 (None if it
         already leads).  The old leader's uncommitted records are lost; if its process is alive
         it fails their waiting requests with NOT_CONTROLLER."""

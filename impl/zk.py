@@ -39,7 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Iterable, Union
+from typing import Union
+from collections.abc import Iterable
 
 
 class Code(IntEnum):
@@ -191,7 +192,7 @@ class CheckOp:
     version: int
 
 
-Op = Union[CreateOp, SetDataOp, DeleteOp, CheckOp]
+Op = Union[CreateOp, SetDataOp, DeleteOp, CheckOp]  # noqa: UP007 -- a runtime alias on 3.10
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Sequence
 
 from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
 from impl.zk import (MATCH_ANY_VERSION, CheckOp, Code, CreateMode, CreateOp, DeleteOp,
@@ -413,7 +414,8 @@ class KafkaZkClient:
         guard = CheckOp(CONTROLLER_PATH, reg.zk_version)
         for op in (SetDataOp(mutation.path, mutation.data), CreateOp(mutation.path, mutation.data)):
             try:
-                self._call(lambda s: self.zk.multi(s, [guard, op], now_ms=now_ms, tag=tag), now_ms)
+                self._call(lambda s, op=op: self.zk.multi(s, [guard, op], now_ms=now_ms, tag=tag),
+                           now_ms)
                 break
             except KeeperException as e:
                 if e.results is None:

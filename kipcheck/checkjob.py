@@ -63,7 +63,7 @@ def run_job(job) -> dict:
         raise ValueError(f"unknown job {job!r}")
     try:
         out = runner(*job[1:])
-    except Exception as e:          # noqa: BLE001 -- reported, never swallowed
+    except Exception as e:      # reported as the job's error, never swallowed
         out = {"config": job[1], "variant": (job[2] or "correct") if kind == "explore"
                else "correct", "error": f"{type(e).__name__}: {e}"}
         if kind == "prove":

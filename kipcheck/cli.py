@@ -103,7 +103,8 @@ def cmd_explore(args) -> int:
     out = sys.stdout
     print(f"{spec.name}: {result.distinct:,} distinct states, {result.generated:,} generated, "
           f"depth {result.depth}, {result.seconds:.2f} s "
-          f"({result.distinct_per_second:,.0f} distinct/s){' with symmetry' if args.symmetry else ''}"
+          f"({result.distinct_per_second:,.0f} distinct/s)"
+          f"{' with symmetry' if args.symmetry else ''}"
           f"{'' if result.complete else ' -- INCOMPLETE (' + str(result.stop_reason) + ')'}",
           file=out)
     covered = [a for a, n in result.action_counts.items() if n]
@@ -212,7 +213,8 @@ def replay_and_print(trace, source: str, *, pytest: bool = False, itf_out: str |
         else:
             written = False
     if not result.reproduced:
-        got = f"{result.violation[0]} [{result.violation[1]}]" if result.violation else "no violation"
+        got = (f"{result.violation[0]} [{result.violation[1]}]" if result.violation
+               else "no violation")
         raise BadInput(f"{source}: replays, but ends in {got}, not the recorded "
                        f"{trace.property or 'no violation'}{note}")
     if note:
@@ -725,11 +727,11 @@ def cmd_prove(args) -> int:
     if args.bmc is None and not args.quiet:
         print(f"bounds: {r.bounds}", file=out)         # the same for every property
     files = []
-    for i, trace in enumerate(traces):
+    for trace in traces:
         name = args.trace_out if (args.trace_out and len(traces) == 1) else \
             f"kipcheck-prove-{spec.cfg.name}-{spec.variant}-{trace.property}.json"
         _print_trace(trace, out)
-        if write_output("the trace", name, lambda: trace.dump(name)):
+        if write_output("the trace", name, lambda t=trace, n=name: t.dump(n)):
             files.append(name)
             print(f"trace written to {name}; replay: kipcheck replay {name}", file=out)
         elif worst != EXIT_VIOLATION:

@@ -20,7 +20,7 @@ import argparse
 import inspect
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +184,7 @@ def variant_table_markdown() -> str:
                    "source"), rows)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _variant_results() -> tuple:
     """(variant, spec, result) for every variant, explored on its configuration."""
     from model.config import VARIANTS
@@ -278,7 +278,7 @@ class DocError(Exception):
     """A document is missing a block, or names an unknown one."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def generate(name: str) -> str:
     """The body of block ``name`` (cached: the variant explorations run once per process)."""
     return _NOTICE + BLOCKS[name]().rstrip("\n") + "\n"

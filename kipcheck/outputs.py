@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from kipcheck.errors import BadInput
 

@@ -12,8 +12,9 @@ from model import kafka
 from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
                           INTER_BROKER_LISTENER, KRAFT, ZK, Design, ModelConfig)
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
-                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION,
+                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
+                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
+                         REPLY_ENVELOPE, REPLY_REGISTRATION,
                          Channel, Event, Item, Msg, Node, Record, Reply, Response, State, Write,
                          replace)
 
@@ -161,8 +162,8 @@ def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int
     if reply.how == REPLY_ENVELOPE:
         msg = Msg(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key, env_err, inner_err)
     else:
-        msg = Msg(REGISTRATION_RESPONSE, src, reply.to, reply.listener, reply.to, env_err or inner_err,
-                  reply.key)
+        msg = Msg(REGISTRATION_RESPONSE, src, reply.to, reply.listener, reply.to,
+                  env_err or inner_err, reply.key)
     return replace(s, network=s.network | {msg})
 
 
@@ -293,7 +294,8 @@ def _receive_envelope(s: State, cfg: ModelConfig, d: Design, r: int, req: int, v
         if not sender_ca:
             return _send_reply(s, cfg, r, reply, kafka.CLUSTER_AUTHORIZATION_FAILED, 0)  # F-28
         if not cfg.nodes[r].principal_serde:
-            return _send_reply(s, cfg, r, reply, kafka.PRINCIPAL_DESERIALIZATION_FAILURE, 0)  # F-29a
+            # F-29a
+            return _send_reply(s, cfg, r, reply, kafka.PRINCIPAL_DESERIALIZATION_FAILURE, 0)
     if version > cfg.nodes[r].api_max:
         return _send_reply(s, cfg, r, reply, kafka.UNSUPPORTED_VERSION, kafka.NONE)    # F-29e
     # F-30: the inner request runs as the forwarded principal.
@@ -511,7 +513,8 @@ def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
         node = _requeue_front(node)
         node = replace(node, not_controller_from=node.not_controller_from | {m.src})
         return _set_node(s, n, node)
-    told = node.not_controller_from | {m.src} if m.b == kafka.NOT_CONTROLLER else node.not_controller_from
+    told = (node.not_controller_from | {m.src} if m.b == kafka.NOT_CONTROLLER
+            else node.not_controller_from)
     s = _set_node(s, n, replace(node, channel=ch._replace(inflight=()), not_controller_from=told))
     if not _waiting(s, m.key):
         return s
@@ -660,7 +663,8 @@ def controller_handles_registration_response(s: State, cfg: ModelConfig, d: Desi
     s = replace(s, network=s.network - {m})
     if m.a == kafka.NOT_CONTROLLER:
         node = _requeue_front(node)
-        return _set_node(s, c, replace(node, not_controller_from=node.not_controller_from | {m.src}))
+        told = node.not_controller_from | {m.src}
+        return _set_node(s, c, replace(node, not_controller_from=told))
     node = replace(node, channel=node.channel._replace(inflight=()), pending_rpc=False)
     if m.a != kafka.NONE:
         node = replace(node, retry_at=s.now + 1)

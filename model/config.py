@@ -137,7 +137,8 @@ class ModelConfig:
                 raise ValueError(f"{self.name}: ZK mode has brokers only ({node.name})")
             names = [lst.name for lst in node.listeners]
             if len(set(names)) != len(names):
-                raise ValueError(f"{self.name}: {node.name}: Each listener must have a different name")
+                raise ValueError(f"{self.name}: {node.name}: Each listener must have a "
+                                 f"different name")
         for c in self.clients:
             if not 0 <= c.node < self.n_nodes:
                 raise ValueError(f"{self.name}: client {c.name} targets unknown node {c.node}")
@@ -222,7 +223,8 @@ VARIANTS = {v.name: v for v in (
             "KAFKA-10667; F-17, F-19", ("P2", "L1"), ("forward_without_deadline",),
             "kraft-forward-leader-change"),
     Variant("registration-trusts-response",
-            "a controller marks itself registered on a success response and never re-checks the log",
+            "a controller marks itself registered on a success response and never re-checks the "
+            "log",
             "KIP-919: 'Each controller will check that the controller registration for its ID is "
             "as expected. If it is not, it will re-register.'; R-6, R-8", ("P3",),
             ("registration_trusts_response",), "kraft-registration"),

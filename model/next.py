@@ -93,7 +93,8 @@ def initial_state(cfg: ModelConfig) -> State:
 _ZK_ONLY = {"controller_processes_event", "broker_handles_session_expiry",
             "broker_elects_controller", "zk_expires_session"}
 _KRAFT_ONLY = {"controller_commits_records", "node_replays_record", "controller_becomes_leader"}
-_BUDGET = {"broker_elects_controller": "max_elections", "controller_becomes_leader": "max_elections",
+_BUDGET = {"broker_elects_controller": "max_elections",
+           "controller_becomes_leader": "max_elections",
            "zk_expires_session": "max_session_expiries", "node_crashes": "max_crashes",
            "node_restarts": "max_restarts", "network_drops_message": "max_drops"}
 _ROLE = {"broker_learns_controller": BROKER, "controller_becomes_leader": CONTROLLER,

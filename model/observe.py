@@ -13,7 +13,8 @@ from model.step import Step
 class Observation(NamedTuple):
     responses: tuple        # per client: tuple of (error code, envelope error) final responses
     endpoints: tuple        # per client: frozenset of (node, listener name) returned, or ()
-    writes: tuple           # ZK: (client, writer node, writer epoch); KRaft: (client, leader, epoch)
+    # ZK: (client, writer node, writer epoch); KRaft: (client, leader, epoch)
+    writes: tuple
     registrations: tuple    # KRaft: (controller, incarnation) in log order
     registered: tuple       # KRaft: per controller node, its registered_in_log flag
 

@@ -20,7 +20,7 @@ class Step(NamedTuple):
         return [self.action, list(self.args)]
 
     @staticmethod
-    def from_json(obj) -> "Step":
+    def from_json(obj) -> Step:
         if (not isinstance(obj, (list, tuple)) or len(obj) != 2 or not isinstance(obj[0], str)
                 or not isinstance(obj[1], (list, tuple))):
             raise ValueError(f"a step is [action, [args...]], got {obj!r}")

@@ -102,12 +102,14 @@ def remap(s: State, perm: tuple, zk_epochs: dict, zk_versions: dict, kraft_epoch
             known_controller=nd(node.known_controller), channel=channel,
             not_controller_from=frozenset(perm[x] for x in node.not_controller_from))
     clients = tuple(cl._replace(responses=tuple(
-        r._replace(endpoints=frozenset((perm[x], li) for x, li in r.endpoints)) if r.endpoints else r
+        r._replace(endpoints=frozenset((perm[x], li) for x, li in r.endpoints))
+        if r.endpoints else r
         for r in cl.responses)) for cl in s.clients)
     zk = s.zk
     zk = replace(zk, controller=nd(zk.controller), epoch=zk_epochs[zk.epoch],
                  epoch_version=zk_versions[zk.epoch_version],
-                 writes=tuple(w._replace(writer=nd(w.writer), writer_epoch=zk_epochs[w.writer_epoch],
+                 writes=tuple(w._replace(writer=nd(w.writer),
+                                         writer_epoch=zk_epochs[w.writer_epoch],
                                          zk_epoch=zk_epochs[w.zk_epoch]) for w in zk.writes))
     q = s.quorum
     q = replace(q, leader=nd(q.leader), epoch=kraft_epochs[q.epoch],

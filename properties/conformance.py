@@ -167,7 +167,8 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
     return ClusterConfig(
         name=cfg.name, mode=KRAFT_MODE if cfg.mode == KRAFT else ZK_MODE, nodes=nodes,
         clients=clients,
-        acls=frozenset((p,) + ACL_BINDINGS[op] for p, op in cfg.acls), metadata_version=cfg.metadata_version,
+        acls=frozenset((p,) + ACL_BINDINGS[op] for p, op in cfg.acls),
+        metadata_version=cfg.metadata_version,
         initial_controller=cfg.initial_controller,
         initially_registered=tuple(cfg.initially_registered), registration=cfg.registration,
         zk_forwarding=cfg.zk_forwarding,

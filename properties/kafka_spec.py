@@ -40,7 +40,7 @@ class KafkaSpec:
         self.name = f"{cfg.name}[{variant}]"
 
     @classmethod
-    def named(cls, config: str, variant: str | None = None) -> "KafkaSpec":
+    def named(cls, config: str, variant: str | None = None) -> KafkaSpec:
         return cls(get_config(config), get_design(variant), variant or "correct")
 
     def initial_states(self):

@@ -11,11 +11,13 @@ the model is not vacuous (a model that does nothing passes every safety check).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 from model import kafka
 from model.actions import advertised_version
-from model.config import BROKER, CONTROLLER, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
+from model.config import (BROKER, CONTROLLER, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design,
+                          ModelConfig)
 from model.next import quiescent
 from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
                          REGISTER_CONTROLLER, State)
@@ -363,7 +365,8 @@ PROPERTIES = (
              "KIP-590 draft 'never be forwarded twice'; F-10, F-19, F-21; KAFKA-10667, KAFKA-12677",
              (Clause("envelope-never-nested", ALWAYS, envelope_never_nested),
               Clause("forward-ends-by-deadline", ALWAYS, forward_ends_by_deadline),
-              Clause("forwarder-forgets-not-controller", ALWAYS, forwarder_forgets_not_controller))),
+              Clause("forwarder-forgets-not-controller", ALWAYS,
+                     forwarder_forgets_not_controller))),
     Property("P3", "registration-converges",
              "a controller never believes it is registered while its replayed log shows another "
              "incarnation; in quiescent states each live controller's registration carries its "
@@ -395,7 +398,8 @@ PROPERTIES = (
              "a client never sees an internal forwarding error; it sees UNKNOWN_SERVER_ERROR, "
              "REQUEST_TIMED_OUT, a closed connection or the inner response",
              "KIP-590 EnvelopeResponse Handling; table 1.6",
-             (Clause("clients-never-see-envelope-errors", ALWAYS, clients_never_see_envelope_errors),)),
+             (Clause("clients-never-see-envelope-errors", ALWAYS,
+                     clients_never_see_envelope_errors),)),
     Property("P8", "api-version-intersection",
              "once the forwarder knows the active controller's versions, the versions it "
              "advertises for forwardable APIs are inside the controller's range",
@@ -566,15 +570,17 @@ WITNESSES = {w.id: w for w in (
             lambda p, st, s, cfg: st.action == "channel_times_out_request"
             and p.nodes[st.args[0]].pending_rpc and not s.nodes[st.args[0]].pending_rpc),
     Witness("describe-lists-brokers", "DescribeCluster to a broker lists broker endpoints",
-            lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_BROKER))),
+            lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg,
+                                                                    kafka.ENDPOINT_BROKER))),
     Witness("describe-lists-controllers",
             "DescribeCluster to a controller lists controller endpoints",
-            lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER))),
+            lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg,
+                                                                    kafka.ENDPOINT_CONTROLLER))),
     Witness("describe-lists-registered-controller-late",
             "DescribeCluster to a controller lists a controller that registered after start",
-            lambda p, st, s, cfg: any(node not in cfg.initially_registered
-                                      for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER)
-                                      for node, _ in e)),
+            lambda p, st, s, cfg: any(
+                node not in cfg.initially_registered
+                for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER) for node, _ in e)),
     Witness("mismatched-endpoint-type",
             "a client asking a broker for controllers gets MISMATCHED_ENDPOINT_TYPE",
             lambda p, st, s, cfg: any(r.code == kafka.MISMATCHED_ENDPOINT_TYPE

@@ -7,7 +7,8 @@ interface, so the same explorer runs the Kafka model and the TwoPhase reference 
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import Hashable, Iterable, Sequence
 
 from model.step import Step
 

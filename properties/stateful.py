@@ -170,7 +170,7 @@ class Swarm:
     disabled: tuple = ()
 
     @classmethod
-    def draw(cls, spec, seed: int) -> "Swarm":
+    def draw(cls, spec, seed: int) -> Swarm:
         """The swarm of the round with seed ``seed`` (a pure function of both)."""
         rng = random.Random(seed)
         if rng.random() < _FULL_SHARE:
@@ -187,7 +187,7 @@ class Swarm:
         return cls()
 
     @classmethod
-    def parse(cls, spec, text: str) -> "Swarm":
+    def parse(cls, spec, text: str) -> Swarm:
         """The inverse of ``describe``: "all" or "off: a, b"."""
         text = text.strip()
         if text in ("", "all"):

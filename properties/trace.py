@@ -64,7 +64,7 @@ class Trace:
         Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
 
     @staticmethod
-    def from_json(obj) -> "Trace":
+    def from_json(obj) -> Trace:
         if not isinstance(obj, dict):
             raise TraceError("a trace is a JSON object")
         if obj.get("format") != FORMAT:
@@ -98,7 +98,7 @@ class Trace:
                      obj.get("engine", "explore"), obj.get("model_hash", ""))
 
     @staticmethod
-    def load(path) -> "Trace":
+    def load(path) -> Trace:
         try:
             obj = load_json(path)
         except InputError as e:
@@ -137,7 +137,7 @@ def replay(trace: Trace) -> ReplayResult:
 
 def as_pytest(trace: Trace, test_name: str | None = None) -> str:
     """The trace as a ready-to-paste pytest regression test."""
-    name = test_name or "test_{}_{}".format(trace.config, trace.variant).replace("-", "_")
+    name = test_name or f"test_{trace.config}_{trace.variant}".replace("-", "_")
     spec = KafkaSpec.named(trace.config, trace.variant)
     lines = [
         "from model.step import Step",
@@ -152,7 +152,8 @@ def as_pytest(trace: Trace, test_name: str | None = None) -> str:
         lines.append(f"        Step({st.action!r}, {st.args!r}),  # {describe_step(spec.cfg, st)}")
     lines += [
         "    )",
-        f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps, {trace.property!r}))",
+        f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps, "
+        f"{trace.property!r}))",
     ]
     if trace.property:
         lines.append(f"    assert result.violation[0] == {trace.property!r}")

@@ -16,15 +16,16 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from kipcheck.campaign import cli as campaign_cli  # noqa: E402
-from kipcheck.campaign import spec as spec_mod  # noqa: E402
-from kipcheck.campaign.results import CampaignError, ResultStore, merge  # noqa: E402
-from kipcheck.campaign.runner import determinism_sample, run_campaign  # noqa: E402
-from kipcheck.campaign.seeds import group_seed, shard_seed, shard_tasks  # noqa: E402
-from kipcheck.campaign.shard import ShardResult, run_batch, run_shard  # noqa: E402
-from kipcheck.campaign.spec import SpecError, load_spec, spec_from_dict  # noqa: E402
-from model.config import VARIANTS  # noqa: E402
-from properties.trace import replay  # noqa: E402
+from kipcheck.campaign import cli as campaign_cli
+from kipcheck.campaign import spec as spec_mod
+from kipcheck.campaign.results import CampaignError, ResultStore, merge
+from kipcheck.campaign.runner import determinism_sample, run_campaign
+from kipcheck.campaign.seeds import group_seed, shard_seed, shard_tasks
+from kipcheck.campaign.shard import ShardResult, run_batch, run_shard
+from kipcheck.campaign.spec import SpecError, load_spec, spec_from_dict
+from model.config import VARIANTS
+from properties.trace import replay
+from cli_helpers import one_line, run
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDED = [n for n, v in VARIANTS.items() if v.kind == "seeded"]
@@ -522,3 +523,421 @@ def test_cli_campaign_writes_a_report_whose_plots_render(tmp_path, capsys):
         assert svg.startswith("<svg") and len(svg) > 500
     md = (tmp_path / "r" / "report.md").read_text()
     assert "| configuration |" in md and "P4" in md
+
+
+# ---- bad input, broken environments, failed shards: one line, the documented exit code ------
+
+_SMALL = ('seed = 5\nconfigurations = ["zk-forward-zombie"]\nvariants = ["correct"]\n'
+          'engines = ["random-walk"]\nshards = 3\ncoverage = "never"\ndeterminism_check = 0\n'
+          '[budget]\nrounds = 1\nwalk_steps = 300\n')
+
+
+def _small(tmp_path, text=_SMALL, name="small.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def _no_shard_may_run(monkeypatch):
+    def refuse(spec, task):
+        raise AssertionError(f"shard {task.key} ran")
+    monkeypatch.setattr("kipcheck.campaign.runner.run_shard_record", refuse)
+
+
+def _shards(out) -> set:
+    return ResultStore(out).finished_indices()
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file", "/proc", "under /proc",
+                                   "a device"])
+def test_unusable_output_is_refused_before_any_shard_runs(tmp_path, capsys, monkeypatch,
+                                                          where):
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory\n")
+    out, words = {"a file": (afile, "is a file, not a directory"),
+                  "under a file": (afile / "sub", f"{afile} is a file, not a directory"),
+                  "/proc": ("/proc", "cannot create the directory /proc/shards"),
+                  "under /proc": ("/proc/kipcheck-campaign", "/proc accepts no new entries"),
+                  "a device": ("/dev/null", "is a device, socket or pipe")}[where]
+    _no_shard_may_run(monkeypatch)
+    code, _, err = run(["campaign", _small(tmp_path), "--engine", "serial", "--quiet",
+                        "--out", str(out)], capsys)
+    line = one_line(err)
+    assert code == 2 and line.startswith("kipcheck: --out: ") and words in line, line
+    assert afile.read_text() == "not a directory\n"
+
+
+def test_the_specs_own_output_directory_is_checked_too(tmp_path, capsys, monkeypatch):
+    (tmp_path / "afile").write_text("")
+    spec = _small(tmp_path, f'output = "{tmp_path / "afile" / "out"}"\n' + _SMALL)
+    _no_shard_may_run(monkeypatch)
+    code, _, err = run(["campaign", spec, "--engine", "serial", "--quiet"], capsys)
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"kipcheck: output in {spec}: ")
+    assert "afile is a file, not a directory" in line
+
+
+def _deep(n, open_, close):
+    return "a = " + open_ * n + "1" + close * n + "\n"
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("binary", bytes(range(256)) * 8, "not UTF-8 text (byte 0x80 at offset 128)"),
+    ("utf-16", "seed = 1\n".encode("utf-16"), "UTF-16 text; TOML is UTF-8"),
+    ("large", b"# " + b"x" * (1 << 20) + b"\n", "over 1 MiB: not a campaign spec"),
+    ("arrays 5000 deep", ("a = " + "[" * 5000 + "]" * 5000 + "\n").encode(),
+     "nested thousands of levels deep"),
+    ("inline tables 5000 deep", _deep(5000, "{b = ", "}").encode(),
+     "nested thousands of levels deep"),
+    ("arrays 50 deep", (_GOOD + "name = " + "[" * 50 + "]" * 50 + "\n").encode(),
+     "nested more than 8 levels deep"),
+    ("a long value", (_GOOD.replace("seed = 1", 'seed = "' + "9" * 5000 + '"')).encode(),
+     "seed: must be a whole number"),
+    ("a key with a newline", (_GOOD + '"a\\nb" = 1\n').encode(), "'a\\nb': unknown key"),
+])
+def test_files_that_are_no_spec_are_one_line_exit_2(tmp_path, capsys, name, content, words):
+    path = tmp_path / "spec.toml"
+    path.write_bytes(content)
+    code, out, err = run(["campaign", str(path), "--engine", "serial", "--quiet"], capsys)
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"kipcheck: {path}: ") and words in line, line
+    assert len(line) < 400 and "Traceback" not in out
+
+
+def test_a_spec_with_a_utf8_byte_order_mark_loads(tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + _GOOD.encode())
+    assert load_spec(path).seed == 1
+
+
+def _finished_campaign(tmp_path, capsys, name="done"):
+    spec, out = _small(tmp_path), str(tmp_path / name)
+    assert run(["campaign", spec, "--engine", "serial", "--quiet", "--out", out],
+               capsys)[0] == 0
+    return spec, out
+
+
+@pytest.mark.parametrize("damage, words", [
+    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
+    (b'{"format": "kipcheck-campaign", ', "not JSON"),
+    (b"[" * 100_000, "nested too deeply"),
+    (b'{"format": "something else"}', "not a kipcheck campaign file"),
+    (b'{"format": "kipcheck-campaign", "runs": {}}', "a damaged campaign file (field 'runs'"),
+])
+def test_a_damaged_campaign_json_on_resume_and_replay(tmp_path, capsys, damage, words):
+    spec, out = _finished_campaign(tmp_path, capsys)
+    (Path(out) / "campaign.json").write_bytes(damage)
+    seed = ResultStore(out).load_all()[0].seed
+    for argv in (["campaign", spec, "--engine", "serial", "--quiet", "--resume", "--out", out],
+                 ["replay", "--campaign", out, "--seed", str(seed)]):
+        code, _, err = run(argv, capsys)
+        line = one_line(err)
+        assert code == 2 and line.startswith(f"kipcheck: {out}/campaign.json: "), line
+        assert words in line, line
+
+
+def test_a_damaged_shard_file_on_resume_and_replay(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    spec, out = _finished_campaign(tmp_path, capsys)
+    store = ResultStore(out)
+    seed = store.load_all()[0].seed
+    resume = ["campaign", spec, "--engine", "serial", "--quiet", "--resume", "--out", out]
+    for damage, words in ((b"PAR1 this is not parquet", "not a readable shard file"),
+                          (None, "not a shard file of this kipcheck (no column 'index')")):
+        if damage is None:
+            pq.write_table(pa.table({"x": [1]}), store.path_of(1))
+        else:
+            store.path_of(1).write_bytes(damage)
+        code, _, err = run(resume, capsys)
+        line = one_line(err)
+        assert code == 2 and line.startswith(f"kipcheck: {store.path_of(1)}: ") and \
+            words in line and "delete it and --resume" in line, line
+        code, _, err = run(["replay", "--campaign", out, "--seed", str(seed)], capsys)
+        assert code == 2 and one_line(err).startswith(f"kipcheck: {store.path_of(1)}: ")
+    # as the message says: delete it and resume, and the shard runs again
+    store.path_of(1).unlink()
+    assert run(resume, capsys)[0] == 0 and _shards(out) == {0, 1, 2}
+
+
+def test_resume_needs_a_campaign_made_by_the_same_spec(tmp_path, capsys, monkeypatch):
+    spec, out = _finished_campaign(tmp_path, capsys)
+    _no_shard_may_run(monkeypatch)
+    (tmp_path / "empty").mkdir()
+    for target, words in ((tmp_path / "nowhere", "does not exist: there is no campaign to "
+                                                 "resume; run without --resume"),
+                          (tmp_path / "empty", "holds no campaign to resume (no "
+                                               "campaign.json); run without --resume")):
+        code, _, err = run(["campaign", spec, "--engine", "serial", "--quiet", "--resume",
+                            "--out", str(target)], capsys)
+        line = one_line(err)
+        assert code == 2 and line == f"kipcheck: {target} {words} to start one" + (
+            " there" if target.name == "empty" else ""), line
+    assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "b").mkdir()          # the same name (the file's), another seed and size
+    other = _small(tmp_path / "b", _SMALL.replace("seed = 5", "seed = 6")
+                   .replace("shards = 3", "shards = 4"))
+    code, _, err = run(["campaign", other, "--engine", "serial", "--quiet", "--resume",
+                        "--out", out], capsys)
+    line = one_line(err)
+    assert code == 2 and "made by a different spec (seed: 5 there, 6 here; shards: 3 there, " \
+        "4 here)" in line and "--resume needs the spec that started it" in line, line
+
+
+class _FailingWrites:
+    """``ResultStore.write`` that works ``ok`` times, then does ``then(store)`` and writes
+    (so the real write meets what ``then`` did), or raises ENOSPC as a full disk would."""
+
+    def __init__(self, ok, then=None):
+        self.ok, self.then, self.calls = ok, then, 0
+        self.real = ResultStore.write
+
+    def install(self, monkeypatch) -> None:
+        monkeypatch.setattr(ResultStore, "write", lambda store, result: self(store, result))
+
+    def __call__(self, store, result):
+        self.calls += 1
+        if self.calls > self.ok:
+            if self.then is None:
+                import errno
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            self.then(store)
+        return self.real(store, result)
+
+
+def test_a_full_disk_mid_run_keeps_the_finished_shards_and_resumes(tmp_path, capsys,
+                                                                   monkeypatch):
+    spec, out = _small(tmp_path), str(tmp_path / "full")
+    argv = ["campaign", spec, "--engine", "serial", "--quiet", "--out", out]
+    _FailingWrites(2).install(monkeypatch)
+    code, _, err = run(argv, capsys)
+    line = one_line(err)
+    assert code == 2
+    assert line == (f"kipcheck: cannot write {out}/shards/shard-000002.parquet: No space left "
+                    f"on device; 2 of 3 shards are finished and kept in {out}/shards; resume "
+                    f"with: kipcheck campaign {spec} --resume --out {out}"), line
+    assert _shards(out) == {0, 1}
+    assert not [p for p in Path(out, "shards").iterdir() if p.name.startswith(".")]
+    assert json.loads(Path(out, "campaign.json").read_text())["status"] == "crashed"
+    monkeypatch.undo()
+    code, stdout, _ = run(argv + ["--resume"], capsys)
+    assert code == 0 and "3/3 shards (1 this run, 2 resumed)" in stdout
+    assert _shards(out) == {0, 1, 2}
+
+
+def test_a_shards_directory_replaced_by_a_file_mid_run(tmp_path, capsys, monkeypatch):
+    import shutil
+    spec, out = _small(tmp_path), tmp_path / "gone"
+
+    def replace_with_a_file(store):
+        shutil.rmtree(store.shards_dir)
+        store.shards_dir.write_text("in the way\n")
+
+    argv = ["campaign", spec, "--engine", "serial", "--quiet", "--out", str(out)]
+    _FailingWrites(1, replace_with_a_file).install(monkeypatch)
+    code, _, err = run(argv, capsys)
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"kipcheck: cannot write {out}/shards/shard-000001"), \
+        line
+    assert line.endswith(f"0 of 3 shards are finished and kept in {out}/shards; resume with: "
+                         f"kipcheck campaign {spec} --resume --out {out}")
+    monkeypatch.undo()
+    code, _, err = run(argv + ["--resume"], capsys)           # still in the way: said so
+    assert code == 2 and one_line(err) == \
+        f"kipcheck: --out: {out}/shards: is a file, not a directory"
+    (out / "shards").unlink()
+    assert run(argv + ["--resume"], capsys)[0] == 0 and _shards(out) == {0, 1, 2}
+
+
+@pytest.mark.parametrize("engine", ["serial", "processes"])
+def test_a_shard_that_raises_is_exit_2_with_its_exception(tmp_path, capsys, monkeypatch,
+                                                          engine):
+    """A shard raising (here: the FileNotFoundError a missing data file gives) is an
+    environment problem, not a violation: exit 2, its Python exception in the one line, the
+    finished shards kept, and --resume finishes the campaign once the cause is gone."""
+    from kipcheck.campaign.shard import RAISE_ENV
+    spec, out = _small(tmp_path), str(tmp_path / engine)
+    armed = tmp_path / "armed"
+    armed.write_text("")
+    monkeypatch.setenv(RAISE_ENV, f"{armed}:1")
+    argv = ["campaign", spec, "--engine", engine, "--quiet", "--out", out]
+    if engine == "processes":
+        argv += ["--executors", "2"]
+    code, _, err = run(argv, capsys)
+    line = one_line(err)
+    task = shard_tasks(load_spec(spec))[1]
+    kept = _shards(out)
+    assert code == 2
+    assert line.startswith(f"kipcheck: shard {task.key} (seed {task.seed}) failed: "
+                           f"FileNotFoundError: [Errno 2] No such file or directory: "
+                           f"'{tmp_path}/missing-schema.json' (raised at "
+                           f"kipcheck/campaign/shard.py:"), line
+    assert line.endswith(f"; {len(kept)} of 3 shards are finished and kept in {out}/shards; "
+                         f"resume with: kipcheck campaign {spec} --resume --out {out}"), line
+    assert 1 not in kept and (engine != "serial" or kept == {0})
+    armed.unlink()
+    assert run(argv + ["--resume"], capsys)[0] == 0 and _shards(out) == {0, 1, 2}
+
+
+def test_python_cause_digs_the_exception_out_of_sparks_error_text():
+    from kipcheck.campaign.spark import python_cause
+    worker = ("An exception was thrown from the Python worker:\nTraceback (most recent call "
+              "last):\n  File \"/x/pyspark/worker.py\", line 4327, in invoke_udf\n    "
+              "run_process()\n  File \"/work/kipcheck/campaign/shard.py\", line 9, in "
+              "run_shard\n    raise FileNotFoundError(2, 'No such file or directory', "
+              "'/x/schemas/a.json')\nFileNotFoundError: [Errno 2] No such file or directory: "
+              "'/x/schemas/a.json'")
+    assert python_cause(worker) == ("FileNotFoundError: [Errno 2] No such file or directory: "
+                                    "'/x/schemas/a.json'")
+    jvm = ("An error occurred while calling z:org.apache.spark.api.python.PythonRDD.runJob.\n"
+           ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in "
+           "stage 3.0 failed 4 times, most recent failure: Lost task 0.3 in stage 3.0 (TID 12) "
+           "(localhost executor driver): org.apache.spark.SparkException: Python worker "
+           "exited unexpectedly (crashed)\n\tat org.apache.spark.api.python.BasePythonRunner")
+    assert python_cause(jvm) == "Python worker exited unexpectedly (crashed)"
+    chained = jvm.replace("org.apache.spark.SparkException: Python worker exited unexpectedly "
+                          "(crashed)", "org.apache.spark.api.python.PythonException: "
+                          "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+                          "    g()\nproperties.kafka_spec.UnknownName: no configuration 'x'\n")
+    assert python_cause(chained) == "properties.kafka_spec.UnknownName: no configuration 'x'"
+
+
+# ---- replay through kipcheck replay's own printing --------------------------------------------
+
+def test_replay_campaign_replays_the_recorded_trace_through_replay_and_print(
+        tmp_path, capsys, monkeypatch):
+    import kipcheck.cli
+    from properties.trace import Trace
+    s = _spec(tmp_path, variants=["brokers-write-zk"], shards=1)
+    run_campaign(s, engine="serial")
+    shard = ResultStore(s.output).load_all()[0]
+    recorded = json.loads(shard.failures[0].trace)
+    calls = []
+    real = kipcheck.cli.replay_and_print
+
+    def spy(trace, source, **kw):
+        calls.append((trace, source, kw))
+        return real(trace, source, **kw)
+
+    def forbidden(*a, **k):
+        raise AssertionError("replay --campaign must not go through a file")
+
+    monkeypatch.setattr(kipcheck.cli, "replay_and_print", spy)
+    monkeypatch.setattr("tempfile.mkdtemp", forbidden)
+    with monkeypatch.context() as m:
+        m.setattr(kipcheck.cli, "cmd_replay", forbidden)
+        capsys.readouterr()
+        trace, code = campaign_cli.replay_from_campaign(s.output, shard.seed)
+    assert code == 1 and len(calls) == 1
+    assert calls[0][0] == Trace.from_json(recorded) == trace
+    assert calls[0][1] == f"shard {shard.key} (seed {shard.seed}): P1"
+    out = capsys.readouterr().out
+    assert "reproduced: zk-forward-zombie [brokers-write-zk] violates P1" in out
+    saved = Path(s.output) / "traces" / f"seed-{shard.seed}.json"
+    assert json.loads(saved.read_text()) == recorded and str(saved) in out
+    # --pytest through the command line: stdout is a test module, the status on stderr
+    code, stdout, err = run(["replay", "--campaign", s.output, "--seed", str(shard.seed),
+                             "--pytest"], capsys)
+    assert code == 1 and "def test_" in stdout and "reproduced:" in err
+    compile(stdout, "regression.py", "exec")
+    # a recorded trace that no longer replays is bad input, one line
+    doc = dict(recorded, steps=[])
+    ResultStore(s.output).write(
+        replace(shard, failures=(replace(shard.failures[0], trace=json.dumps(doc)),)))
+    code, _, err = run(["replay", "--campaign", s.output, "--seed", str(shard.seed)], capsys)
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"kipcheck: shard {shard.key} (seed {shard.seed}): "
+                                         f"P1: replays, but ends in no violation"), line
+
+
+# ---- the report and the summary --------------------------------------------------------------
+
+def test_campaign_clock_collapses_idle_time():
+    from kipcheck.campaign.report import campaign_clock
+    clock, busy = campaign_clock([(100.0, 110.0), (105.0, 120.0), (3700.0, 3710.0)])
+    assert busy == 30.0
+    assert [clock(t) for t in (50.0, 100.0, 110.0, 120.0, 2000.0, 3705.0, 9999.0)] == \
+        [0.0, 0.0, 10.0, 20.0, 20.0, 25.0, 30.0]
+
+
+def _figure(report, name):
+    return next(b[1] for b in report.blocks if b[0] == "f" and b[1].name == name)
+
+
+def test_coverage_plot_follows_the_campaign_clock_and_a_late_resume_changes_nothing(tmp_path):
+    from kipcheck.campaign.report import campaign_clock, campaign_report, shard_interval
+    s = _spec(tmp_path, configurations=["zk-forward-zombie", "zk-envelope-security"],
+              coverage="auto", shards=2, budget={"rounds": 1, "walk_steps": 800})
+    summary = run_campaign(s, engine="serial")
+    records = ResultStore(s.output).load_records()
+    clock, busy = campaign_clock([shard_interval(r) for r in records])
+    series = _figure(campaign_report(summary, records), "coverage-over-time").series
+    assert list(series) == ["zk-forward-zombie", "zk-envelope-security"]
+    for config, points in series.items():
+        mine = [r for r in records if r["config"] == config]
+        start = min(shard_interval(r)[0] for r in mine)
+        # each line starts at 0 % when its first shard starts, not at the campaign's start
+        assert points[0] == (round(clock(start), 3), 0.0)
+        assert len(points) == 1 + len(mine)
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        assert xs == sorted(xs) and ys == sorted(ys) and ys[-1] > 0 and xs[-1] <= busy + 1e-3
+    assert series["zk-envelope-security"][0][0] >= series["zk-forward-zombie"][-1][0] - 1e-3
+    # the second configuration's shards resumed an hour later: the same plot
+    late = [dict(r, started_at=r["started_at"] + 3600, ended_at=r["ended_at"] + 3600)
+            if r["config"] == "zk-envelope-security" else r for r in records]
+    again = _figure(campaign_report(summary, late), "coverage-over-time").series
+    assert again == series
+    # serial shards ran in the driver: that is the only executor
+    bars = _figure(campaign_report(summary, records), "throughput-per-executor").bars
+    assert [b[0] for b in bars] == ["driver"] and bars[0][1] > 0
+
+
+def test_failures_are_deduplicated_by_variant_property_and_clause(tmp_path):
+    s = _spec(tmp_path, variants=["zombie-writes-unfenced"], shards=4,
+              budget={"rounds": 2, "walk_steps": 3000, "walk_depth": 40})
+    results = [run_shard(s, t) for t in shard_tasks(s)]
+    reports = [(r, f) for r in results for f in r.failures]
+    assert len(reports) >= 2
+    m = merge(results, spec=s, coverage="never")
+    keys = {(r.variant, f.property, f.clause) for r, f in reports}
+    assert [(f.variant, f.property, f.clause) for f in m.failures] == sorted(keys)
+    f = m.failures[0]
+    shortest = min(fl.trace_length for _, fl in reports)
+    assert f.trace_length == shortest and f.expected
+    assert f.seed in {r.seed for r, fl in reports if fl.trace_length == shortest}
+    assert f.seeds == tuple(r.seed for r, _ in reports)
+    assert f.traces == len({json.dumps(fl.steps_json()) for _, fl in reports})
+    assert m.unexpected == [] and m.expected == [f]
+
+
+def test_a_variant_breaking_a_property_it_is_not_listed_for_is_unexpected(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The summary and the report keep unexpected failures apart from expected ones, the
+    progress line counts the unexpected ones, and the campaign fails (exit 1)."""
+    import io
+    v = VARIANTS["brokers-write-zk"]
+    monkeypatch.setitem(VARIANTS, "brokers-write-zk", replace(v, breaks=("P2",)))
+    toml = _small(tmp_path, _SMALL.replace('["correct"]', '["correct", "brokers-write-zk"]')
+                  .replace("shards = 3", "shards = 1"), name="u.toml")
+    out = tmp_path / "u"
+    code, stdout, err = run(["campaign", toml, "--engine", "serial", "--out", str(out)],
+                            capsys)
+    assert code == 1
+    assert "unexpected failures 1" in err and "Traceback" not in err
+    assert "failures, de-duplicated by (variant, property, clause): 1 unexpected, 0 expected" \
+        in stdout
+    assert "UNEXPECTED (the correct design violating a property" in stdout
+    assert "  brokers-write-zk P1 [" in stdout
+    assert "variant brokers-write-zk violates P1" in stdout and \
+        "which it is not listed to break (P2" in stdout
+    assert "variant brokers-write-zk not found (it breaks P2)" in stdout
+    md = (out / "report.md").read_text()
+    unexpected = md.split("## Unexpected failures")[1].split("## Expected failures")[0]
+    assert "| brokers-write-zk | P1 |" in unexpected
+    assert "None." in md.split("## Expected failures")[1].split("##")[0]
+    # the live line, as a log sees it
+    from kipcheck.campaign.runner import CampaignProgress
+    buf = io.StringIO()
+    campaign_cli._Progress(buf)(CampaignProgress(2, 2, 2, 600, 1.0, 3, None, 1))
+    assert buf.getvalue() == ("[campaign] shards 2/2  600 steps  600 steps/s  unexpected "
+                              "failures 1  1.0 s\n")

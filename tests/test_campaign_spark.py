@@ -18,12 +18,13 @@ pytest.importorskip("pyspark")
 if shutil.which("java") is None:
     pytest.skip("Spark needs Java 17 (no java on PATH)", allow_module_level=True)
 
-from kipcheck.campaign.results import ResultStore  # noqa: E402
-from kipcheck.campaign.runner import run_campaign  # noqa: E402
-from kipcheck.campaign.seeds import shard_tasks  # noqa: E402
-from kipcheck.campaign.shard import KILL_ENV  # noqa: E402
-from kipcheck.campaign.spec import spec_from_dict  # noqa: E402
-from kipcheck.cli import main  # noqa: E402
+from kipcheck.campaign.results import ResultStore
+from kipcheck.campaign.runner import run_campaign
+from kipcheck.campaign.seeds import shard_tasks
+from kipcheck.campaign.shard import KILL_ENV, RAISE_ENV
+from kipcheck.campaign.spec import load_spec, spec_from_dict
+from kipcheck.cli import main
+from cli_helpers import one_line
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -82,3 +83,37 @@ def test_spark_campaign_survives_a_killed_worker_and_writes_its_report(tmp_path,
         assert svg.startswith("<svg") and ("<polyline" in svg or "<rect x=" in svg)
         assert len(svg) > 500
     assert "plots/coverage-over-time.svg" in (Path(s.output) / "report.md").read_text()
+
+
+def test_spark_shard_that_raises_is_exit_2_with_its_python_exception(tmp_path, monkeypatch,
+                                                                     capsys):
+    """Issue 16: a shard raising on a Spark executor used to end the campaign with Spark's
+    first line only ("An exception was thrown from the Python worker:") and exit 1.  Now: the
+    Python exception's type and message, exit 2, the finished shards kept, and a --resume
+    completes once the cause is gone."""
+    toml = tmp_path / "raise.toml"
+    toml.write_text('seed = 5\nconfigurations = ["zk-forward-zombie"]\nvariants = ["correct"]\n'
+                    'engines = ["random-walk"]\nshards = 4\ncoverage = "never"\n'
+                    'determinism_check = 0\n[budget]\nrounds = 1\nwalk_steps = 300\n')
+    out = tmp_path / "out"
+    armed = tmp_path / "armed"
+    armed.write_text("")
+    monkeypatch.setenv(RAISE_ENV, f"{armed}:2")
+    capsys.readouterr()
+    code = main(["campaign", str(toml), "--engine", "spark", "--executors", "2", "--quiet",
+                 "--out", str(out)])
+    line = one_line(capsys.readouterr().err)
+    task = shard_tasks(load_spec(toml))[2]
+    kept = ResultStore(out).finished_indices()
+    assert code == 2
+    assert line.startswith(f"kipcheck: shard {task.key} (seed {task.seed}) failed: "
+                           f"FileNotFoundError: [Errno 2] No such file or directory: "
+                           f"'{tmp_path}/missing-schema.json' (raised at "
+                           f"kipcheck/campaign/shard.py:"), line
+    assert line.endswith(f"; {len(kept)} of 4 shards are finished and kept in {out}/shards; "
+                         f"resume with: kipcheck campaign {toml} --resume --out {out}"), line
+    assert 2 not in kept
+    armed.unlink()
+    assert main(["campaign", str(toml), "--engine", "serial", "--quiet", "--resume",
+                 "--out", str(out)]) == 0
+    assert ResultStore(out).finished_indices() == {0, 1, 2, 3}

@@ -53,9 +53,9 @@ def bfs_fingerprints(name, limit=300):
 def test_fingerprints_are_the_same_in_another_process():
     """hash(state) is the fingerprint: it must not depend on the process (no str, no None)."""
     here = {name: bfs_fingerprints(name) for name in TINY}
-    code = ("import json, sys; sys.path.insert(0, %r); from tests.test_model import "
-            "bfs_fingerprints; from model.configs import TINY; "
-            "print(json.dumps({n: bfs_fingerprints(n) for n in TINY}))" % str(ROOT))
+    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from tests.test_model "
+            "import bfs_fingerprints; from model.configs import TINY; "
+            "print(json.dumps({n: bfs_fingerprints(n) for n in TINY}))")
     import json
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env={"PYTHONHASHSEED": "12345", "PATH": ""}, cwd=ROOT)

@@ -271,18 +271,48 @@ def test_map_shards_survives_a_killed_python_worker(spark, tmp_path):
     assert len(hit) == len(tasks)
 
 
+def _broken(spec, task):
+    """Stand-in shard that raises for task ``broken``, counting its attempts in a file."""
+    if task.index == spec["broken"]:
+        with open(spec["attempts"], "a") as f:
+            f.write(f"{os.getpid()}\n")
+        raise ValueError(f"shard {task.index} is broken")
+    return {"index": task.index}
+
+
 @pytest.mark.slow
 @pytest.mark.spark
-def test_map_shards_reports_a_shard_that_always_fails(spark):
+def test_map_shards_returns_a_raising_shard_as_its_exception(spark, tmp_path):
+    """A shard that raises is not retried (it is pure: it would raise again) and reaches the
+    driver as its Python exception's type and message, not as Spark's first line."""
+    from kipcheck.campaign.spark import ShardBatchFailed, ShardFailed
+    attempts = tmp_path / "attempts"
+    with pytest.raises(ShardFailed) as e:
+        list(spark.map_shards({"broken": 2, "attempts": str(attempts)}, _tasks(4), fn=_broken,
+                              partitions=4))
+    assert isinstance(e.value, ShardBatchFailed)
+    assert e.value.index == 2 and e.value.type == "ValueError"
+    assert e.value.description.startswith("ValueError: shard 2 is broken (raised at ")
+    assert "An exception was thrown" not in str(e.value)
+    assert len(attempts.read_text().splitlines()) == 1          # one attempt, no retries
+
+
+def _unpicklable(spec, task):
+    return {"index": task.index, "rows": (i for i in range(3))}     # a generator
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_map_shards_digs_the_python_cause_out_of_a_failed_batch(spark):
+    """A batch that fails outside the shard function (here: its result does not pickle) fails
+    every attempt; the error keeps the Python exception that ends Spark's traceback."""
     from kipcheck.campaign.spark import ShardBatchFailed
-
-    def broken(spec, task):
-        if task.index == 2:
-            raise ValueError("shard 2 is broken")
-        return {"index": task.index}
-
-    with pytest.raises(ShardBatchFailed, match="failed on every attempt"):
-        list(spark.map_shards({}, _tasks(4), fn=broken, partitions=4))
+    with pytest.raises(ShardBatchFailed) as e:
+        list(spark.map_shards({}, _tasks(2), fn=_unpicklable, partitions=1))
+    msg = str(e.value)
+    assert msg.startswith("shard batch 0 (tasks 0..1) failed on every attempt: ")
+    assert msg.endswith("TypeError: cannot pickle 'generator' object"), msg
+    assert "\n" not in msg
 
 
 @pytest.mark.slow

@@ -3,15 +3,17 @@
 Modules, bottom up:
 
 - ``errors``: ``ProtocolError(code, message)``, the one exception for bad bytes, with Kafka's
-  error codes (reference section 5) and how each layer re-labels the layer below (F-29);
+  error codes (docs/rules.md section 5) and how each layer re-labels the layer below (F-29);
 - ``primitives``: ``Reader``/``Writer`` for int8..int64, uint16, uint32, float64, bool, uuid,
   (unsigned) varint/varlong, compact and non-compact strings, bytes and array lengths, nullable;
-- ``schema``: the schemas of ``../shared/reference/kafka-schemas`` (or ``$KIPCHECK_SCHEMAS``),
-  loaded at import into ``SCHEMAS``;
+- ``schema``: Kafka's JSON message schemas, verbatim copies of apache/kafka
+  ``clients/src/main/resources/common/message`` shipped in ``impl/protocol/schemas`` (or the
+  directory ``$KIPCHECK_SCHEMAS``), in ``SCHEMAS`` by name, each parsed on first use;
 - ``codec``: ``encode``/``decode`` of any schema at any valid version (versions, flexible versions,
   nullable versions, tagged fields with unknown tags preserved, defaults, nested and common
   structs, arrays);
-- ``api_keys``: ``ApiKeys`` (forwardable flag, reference 1.2) and header versions (reference 1.1);
+- ``api_keys``: ``ApiKeys`` (forwardable flag, docs/rules.md section 1.2, the schema names of each
+  API) and header versions (docs/rules.md section 1.1);
 - ``wire``: request and response bytes, header then body (``RequestHeader`` v0-2,
   ``ResponseHeader`` v0-1);
 - ``principal``: ``DefaultKafkaPrincipalBuilder``'s principal serde with its version prefix (F-12);

@@ -1,18 +1,21 @@
 """Kafka's API keys (``ApiKeys.java``), with what the codec needs to parse any request header.
 
 A request header's version depends on whether the API's version is flexible, so parsing the
-header of a request needs every API's flexible versions, not only those of the APIs whose body
-schemas are in the schema directory: an Envelope may carry a LeaveGroup request, whose header
-Kafka parses before rejecting it as not forwardable (F-29d, INVALID_REQUEST) rather than as
-unparseable (F-29c, UNSUPPORTED_VERSION).  The table below is ``ApiKeys`` and the request JSON files
-(``validVersions``, ``flexibleVersions``) of the reference snapshot, apache/kafka commit
-1eb7644349cb07139d6a3c1ad1986979647cac99; in that snapshot every response has the same
-flexible versions as its request.  ``forwardable`` is the hard-coded constructor flag of
-``ApiKeys`` (reference section 1.2); it is not in the JSON.
+header of a request needs every API's flexible versions before any body schema is read: an
+Envelope may carry a LeaveGroup request, whose header Kafka parses before rejecting it as not
+forwardable (F-29d, INVALID_REQUEST) rather than as unparseable (F-29c, UNSUPPORTED_VERSION).  The
+table below is ``ApiKeys`` and the request JSON files (``validVersions``, ``flexibleVersions``) of
+apache/kafka at commit 1eb7644349cb07139d6a3c1ad1986979647cac99, whose
+schemas ship in ``impl/protocol/schemas``; in that snapshot every response has the same flexible
+versions as its request.  ``forwardable`` is the hard-coded constructor flag of ``ApiKeys``
+(docs/rules.md section 1.2); it is not in the JSON.  ``message_name`` is the name of the API's
+messages without the Request/Response suffix: ``ApiKeys`` takes its constant names from
+``ApiMessageType``, which the generator names after the JSON ``name`` (CREATE_TOPICS ->
+CreateTopicsRequest.json, CreateTopicsResponse.json).
 
-Header versions follow ``ApiMessageTypeGenerator.generateHeaderVersion`` (reference 1.1): request
-header v2 for a flexible API version, else v1, and v0 for ControlledShutdown v0; response header
-v1 for a flexible version, else v0, and always v0 for ApiVersions (KIP-511).
+Header versions follow ``ApiMessageTypeGenerator.generateHeaderVersion`` (docs/rules.md section
+1.1): request header v2 for a flexible API version, else v1, and v0 for ControlledShutdown v0;
+response header v1 for a flexible version, else v0, and always v0 for ApiVersions (KIP-511).
 """
 from __future__ import annotations
 
@@ -32,6 +35,12 @@ class ApiKey:
     valid_versions: Versions
     flexible_versions: Versions
     forwardable: bool
+
+    @property
+    def message_name(self) -> str:
+        """``CreateTopics`` for CREATE_TOPICS: the schemas are ``<message_name>Request`` and
+        ``<message_name>Response``."""
+        return "".join(part.capitalize() for part in self.name.split("_"))
 
     def is_flexible(self, version: int) -> bool:
         """Like the generated ``VersionConditional``: a flexible range that covers every valid

@@ -28,7 +28,8 @@ request and envelope layers re-label them, rule F-29).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Mapping
 
 from impl.protocol.errors import UNSUPPORTED_VERSION, ProtocolError
 from impl.protocol.primitives import Reader, Writer, malformed

@@ -5,9 +5,9 @@
 (header and body without the size prefix, F-11), the client's principal serialized with its
 version prefix (F-12) and the raw bytes of the client's address (F-13).
 
-``unwrap_envelope`` is ``EnvelopeUtils.handleEnvelopeRequest`` (reference 1.7), after the receiving
-checks F-22 to F-28 that the caller makes.  Its steps, in Kafka's order, and the error each one
-raises (the controller answers with an EnvelopeResponse carrying that code and null
+``unwrap_envelope`` is ``EnvelopeUtils.handleEnvelopeRequest`` (docs/rules.md section 1.7), after
+the receiving checks F-22 to F-28 that the caller makes.  Its steps, in Kafka's order, and the error
+each one raises (the controller answers with an EnvelopeResponse carrying that code and null
 ResponseData):
 
 - F-29a principal: no principal serde on the envelope's connection, or bytes the serde cannot
@@ -16,22 +16,25 @@ ResponseData):
 - F-29c inner header: unparseable, including an unknown api key -> UNSUPPORTED_VERSION (35);
 - F-29d inner api not forwardable (``ApiKeys.forwardable``) -> INVALID_REQUEST (42);
 - F-29e inner body: unparseable, including a version the API does not support ->
-  UNSUPPORTED_VERSION (35).
+  UNSUPPORTED_VERSION (35).  A schema directory chosen with ``KIPCHECK_SCHEMAS`` that lacks the
+  API's request or response schema gives the same answer: the receiver can neither read the
+  request nor answer it (the shipped schemas cover every API).
 
 The result carries what F-30 takes from inside the envelope: the inner header and body, the
 forwarded principal and the forwarded client address.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from typing import Mapping
 
 from impl.protocol.api_keys import api_key
 from impl.protocol.errors import (INVALID_REQUEST, PRINCIPAL_DESERIALIZATION_FAILURE,
                                   UNSUPPORTED_VERSION, ProtocolError, errors_as)
 from impl.protocol.principal import KafkaPrincipal, deserialize_principal, serialize_principal
-from impl.protocol.wire import parse_request_body, parse_request_header
+from impl.protocol.schema import MissingSchemaError
+from impl.protocol.wire import parse_request_body, parse_request_header, response_schema
 
 
 @dataclass(frozen=True)
@@ -80,5 +83,9 @@ def unwrap_envelope(envelope: Mapping, *, principal_serde: bool = True) -> Forwa
                                              f"for forwarding")
     with errors_as(UNSUPPORTED_VERSION, "Failed to parse forwarded request with header "
                                         f"{header}"):
-        body = parse_request_body(data, header, offset)
+        try:
+            body = parse_request_body(data, header, offset)
+            response_schema(api.id)
+        except MissingSchemaError as error:
+            raise ProtocolError(UNSUPPORTED_VERSION, str(error)) from error
     return ForwardedRequest(principal, client_address, header, body)

@@ -1,7 +1,7 @@
 """The one exception the wire codec raises for bad bytes, and the Kafka error codes it carries.
 
-Codes are those of ``org.apache.kafka.common.protocol.Errors`` (docs/rules.md section 5).  Each layer
-of the codec reports the code Kafka reports at that layer:
+Codes are those of ``org.apache.kafka.common.protocol.Errors`` (docs/rules.md section 5).  Each
+layer of the codec reports the code Kafka reports at that layer:
 
 - the schema level (``codec.decode``/``codec.encode``, Kafka's generated ``XxxData`` classes):
   a version outside the schema's ``validVersions`` or a non-default value in a field the version
@@ -19,7 +19,7 @@ of the codec reports the code Kafka reports at that layer:
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 UNKNOWN_SERVER_ERROR = -1
 NONE = 0

@@ -1,15 +1,15 @@
 """The principal serde of ``DefaultKafkaPrincipalBuilder``, which fills the Envelope's
 ``RequestPrincipal`` (F-12) and reads it back on the controller (F-29a).
 
-``serialize_principal`` (``DefaultKafkaPrincipalBuilder.serialize``, docs/rules.md section 1.1) writes a
-2-byte version prefix -- the highest version of ``DefaultPrincipalData``, 0 -- then
+``serialize_principal`` (``DefaultKafkaPrincipalBuilder.serialize``, docs/rules.md section 1.1)
+writes a 2-byte version prefix -- the highest version of ``DefaultPrincipalData``, 0 -- then
 ``DefaultPrincipalData`` at that version (flexible: compact strings, a tagged-field section), as
-``MessageUtil.toVersionPrefixedBytes`` does.  ``deserialize_principal`` reads the prefix, rejects
-a version outside ``DefaultPrincipalData``'s valid versions ("Invalid principal data version N")
-and reads the struct.  Every failure -- null bytes, fewer than two bytes, a bad version, a
-truncated or null field -- is PRINCIPAL_DESERIALIZATION_FAILURE (97), because
-``EnvelopeUtils.parseForwardedPrincipal`` turns any exception of the serde into that error
-(F-29a).  Trailing bytes are ignored, as in Kafka.
+``MessageUtil.toVersionPrefixedBytes`` does.  ``deserialize_principal`` reads the prefix, rejects a
+version outside ``DefaultPrincipalData``'s valid versions ("Invalid principal data version N") and
+reads the struct.  Every failure -- null bytes, fewer than two bytes, a bad version, a truncated or
+null field -- is PRINCIPAL_DESERIALIZATION_FAILURE (97), because
+``EnvelopeUtils.parseForwardedPrincipal`` turns any exception of the serde into that error (F-29a).
+Trailing bytes are ignored, as in Kafka.
 """
 from __future__ import annotations
 

@@ -1,8 +1,12 @@
 """Kafka's JSON message schemas, loaded as data for the schema-driven codec.
 
-The files are the raw copies in ``../shared/reference/kafka-schemas`` (its README; reference
-sections 1.1, 2.1 and 2.6 quote them); the environment variable ``KIPCHECK_SCHEMAS`` names another
-directory.  They are read once, at import, into ``SCHEMAS`` (schema name -> ``MessageSchema``).
+The files are verbatim copies of apache/kafka ``clients/src/main/resources/common/message`` (and
+two records of ``metadata/src/main/resources/common/metadata``) at commit
+1eb7644349cb07139d6a3c1ad1986979647cac99, shipped inside this package in ``schemas/`` (its
+README says how to refresh them; docs/rules.md sections 1.1, 2.1 and 2.6 list their fields).  The
+environment variable ``KIPCHECK_SCHEMAS`` names another directory.  ``SCHEMAS`` maps each schema
+name (the file's name, as in Kafka) to its ``MessageSchema``; a file is parsed the first time its
+schema is asked for, so importing stays cheap with every schema of Kafka on disk.
 
 The meaning of each schema attribute is that of Kafka's generator
 (``generator/src/main/java/org/apache/kafka/message``: ``MessageSpec``, ``StructSpec``,
@@ -22,14 +26,15 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 SCHEMA_DIR_ENV = "KIPCHECK_SCHEMAS"
-DEFAULT_SCHEMA_DIR = (Path(__file__).resolve().parents[2] / ".." / "shared" / "reference"
-                      / "kafka-schemas")
+DEFAULT_SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"    # package data
 MAX_VERSION = 0x7FFF              # Short.MAX_VALUE: the upper end of an open range "N+"
 
 FIXED_SIZE_TYPES = frozenset({"bool", "int8", "int16", "uint16", "int32", "uint32", "int64",
@@ -181,29 +186,12 @@ class MessageSchema:
 # Parsing a schema document
 
 
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*')
+
+
 def strip_comments(text: str) -> str:
     """Remove ``//`` comments outside JSON strings."""
-    out, i, in_string = [], 0, False
-    while i < len(text):
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\":
-                out.append(text[i + 1:i + 2])
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
+    return _STRING_OR_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
 
 
 class _StructRegistry:
@@ -304,41 +292,99 @@ def parse_schema(spec: Mapping[str, Any]) -> MessageSchema:
 
 
 def schema_dir() -> Path:
-    """The schema directory: ``$KIPCHECK_SCHEMAS`` if set, else the reference copy."""
+    """The schema directory: ``$KIPCHECK_SCHEMAS`` if set, else the copies in this package."""
     return Path(os.environ.get(SCHEMA_DIR_ENV) or DEFAULT_SCHEMA_DIR).resolve()
 
 
-def load_schemas(directory: Path) -> dict[str, MessageSchema]:
-    """Every ``*.json`` schema in ``directory``, by schema name."""
-    if not directory.is_dir():
-        raise SchemaError(f"Kafka schema directory not found: {directory} (set "
-                          f"{SCHEMA_DIR_ENV} to the directory holding the *.json schemas)")
-    schemas: dict[str, MessageSchema] = {}
-    for path in sorted(directory.glob("*.json")):
-        try:
-            spec = json.loads(strip_comments(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as error:
-            raise SchemaError(f"cannot read schema {path}: {error}") from None
-        schema = parse_schema(spec)
-        schemas[schema.name] = schema
-    if not schemas:
-        raise SchemaError(f"no *.json schemas in {directory}")
-    return schemas
+def read_schema(path: Path) -> MessageSchema:
+    """The schema in one file, which Kafka names after the schema (``<Name>.json``)."""
+    try:
+        spec = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as error:
+        raise SchemaError(f"cannot read schema {path}: {error}") from None
+    if not isinstance(spec, dict):
+        raise SchemaError(f"{path}: not a schema object")
+    schema = parse_schema(spec)
+    if schema.name != path.stem:
+        raise SchemaError(f"{path} holds schema {schema.name}; the file must be named "
+                          f"{schema.name}.json")
+    return schema
 
 
-SCHEMAS: dict[str, MessageSchema] = load_schemas(schema_dir())
+class SchemaDirectory(Mapping[str, MessageSchema]):
+    """Every ``*.json`` schema of one directory, by schema name, each parsed on first use.
+
+    Listing the directory is all the constructor does (besides failing if it is missing or
+    empty); a schema file that cannot be parsed raises ``SchemaError`` when it is first used."""
+
+    def __init__(self, directory: Path) -> None:
+        if not directory.is_dir():
+            raise SchemaError(f"Kafka schema directory not found: {directory} (set "
+                              f"{SCHEMA_DIR_ENV} to the directory holding the *.json schemas)")
+        self.directory = directory
+        self._paths = {path.stem: path for path in sorted(directory.glob("*.json"))}
+        if not self._paths:
+            raise SchemaError(f"no *.json schemas in {directory}")
+        self._schemas: dict[str, MessageSchema] = {}
+
+    def __getitem__(self, name: str) -> MessageSchema:
+        schema = self._schemas.get(name)
+        if schema is None:
+            schema = self._schemas[name] = read_schema(self._paths[name])
+        return schema
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __repr__(self) -> str:
+        return f"SchemaDirectory({str(self.directory)!r}, {len(self)} schemas)"
+
+
+def load_schemas(directory: Path) -> SchemaDirectory:
+    """Every ``*.json`` schema in ``directory``, by schema name (parsed on first use)."""
+    return SchemaDirectory(directory)
+
+
+SCHEMAS: SchemaDirectory = load_schemas(schema_dir())
 
 
 def get_schema(name: str) -> MessageSchema:
     try:
         return SCHEMAS[name]
     except KeyError:
-        raise MissingSchemaError(f"no schema named {name} in {schema_dir()}") from None
+        raise MissingSchemaError(f"no schema named {name} in {SCHEMAS.directory}") from None
 
 
-def _by_api_key(kind: str) -> dict[int, MessageSchema]:
-    return {s.api_key: s for s in SCHEMAS.values() if s.type == kind and s.api_key is not None}
+class _SchemasByApiKey(Mapping[int, MessageSchema]):
+    """The request or response schemas by api key.  Building it parses every schema, so the
+    codec looks schemas up by name (``wire.request_schema``); this is for callers that want the
+    whole set."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._index: dict[int, MessageSchema] | None = None
+
+    def _schemas(self) -> dict[int, MessageSchema]:
+        if self._index is None:
+            self._index = {s.api_key: s for s in SCHEMAS.values()
+                           if s.type == self.kind and s.api_key is not None}
+        return self._index
+
+    def __getitem__(self, key: int) -> MessageSchema:
+        return self._schemas()[key]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._schemas())
+
+    def __len__(self) -> int:
+        return len(self._schemas())
 
 
-REQUEST_SCHEMAS = _by_api_key("request")
-RESPONSE_SCHEMAS = _by_api_key("response")
+REQUEST_SCHEMAS = _SchemasByApiKey("request")
+RESPONSE_SCHEMAS = _SchemasByApiKey("response")

@@ -11,17 +11,19 @@ of an inner response in ``ResponseData`` (F-34).  It follows Kafka's:
   closes the connection (F-22, F-38), which is the caller's business.  An ApiVersions request
   of an unsupported version is not parsed and is answered as v0 (KIP-511, F-38);
 - ``AbstractResponse.parseResponse`` as the forwarder calls it (``ForwardingManager.parseResponse``,
-  reference table 1.6): a missing or unparseable response or a correlation id that differs from
-  the request's is UNKNOWN_SERVER_ERROR (-1).
+  table 1.6 of docs/rules.md): a missing or unparseable response or a correlation id that differs
+  from the request's is UNKNOWN_SERVER_ERROR (-1).
 
 Headers and bodies are dicts keyed by the schemas' field names (``RequestApiKey``,
-``RequestApiVersion``, ``CorrelationId``, ``ClientId``).  A request for an API that Kafka knows
-but whose schema is not in the schema directory raises ``MissingSchemaError`` (not a
-``ProtocolError``: the bytes may be fine).
+``RequestApiVersion``, ``CorrelationId``, ``ClientId``).  Every API of ``ApiKeys`` has its schemas
+in the package; only a schema directory chosen with ``KIPCHECK_SCHEMAS`` can lack one, and then a
+request or response of that API raises ``MissingSchemaError`` (not a ``ProtocolError``: the bytes
+may be fine; the Envelope's receiver answers it as an unparseable inner request, F-29e).
 """
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from impl.protocol.api_keys import (API_VERSIONS, api_key, request_header_version,
                                     response_header_version)
@@ -29,8 +31,7 @@ from impl.protocol.codec import read_message, write_message
 from impl.protocol.errors import (INVALID_REQUEST, UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION,
                                   ProtocolError, errors_as)
 from impl.protocol.primitives import Reader, Writer, malformed
-from impl.protocol.schema import (REQUEST_SCHEMAS, RESPONSE_SCHEMAS, MessageSchema,
-                                  MissingSchemaError, get_schema)
+from impl.protocol.schema import MessageSchema, MissingSchemaError, SchemaError, get_schema
 
 REQUEST_HEADER = get_schema("RequestHeader")
 RESPONSE_HEADER = get_schema("ResponseHeader")
@@ -42,16 +43,25 @@ class ParsedRequest(NamedTuple):
 
 
 def request_schema(key: int) -> MessageSchema:
-    schema = REQUEST_SCHEMAS.get(key)
-    if schema is None:
-        raise MissingSchemaError(f"no request schema for {api_key(key).name} (api key {key})")
-    return schema
+    """The request schema of api key ``key``; ``MissingSchemaError`` if the directory lacks it."""
+    return _message_schema(key, "request")
 
 
 def response_schema(key: int) -> MessageSchema:
-    schema = RESPONSE_SCHEMAS.get(key)
-    if schema is None:
-        raise MissingSchemaError(f"no response schema for {api_key(key).name} (api key {key})")
+    """The response schema of api key ``key``; ``MissingSchemaError`` if the directory lacks it."""
+    return _message_schema(key, "response")
+
+
+def _message_schema(key: int, kind: str) -> MessageSchema:
+    api = api_key(key)
+    try:
+        schema = get_schema(api.message_name + kind.capitalize())
+    except MissingSchemaError as error:
+        raise MissingSchemaError(f"no {kind} schema for {api.name} (api key {key}): "
+                                 f"{error}") from None
+    if schema.type != kind or schema.api_key != key:
+        raise SchemaError(f"{schema.name} is a {schema.type} of api key {schema.api_key}, "
+                          f"not the {kind} of {api.name} (api key {key})")
     return schema
 
 

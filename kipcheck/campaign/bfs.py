@@ -34,8 +34,8 @@ fingerprint only (``recount``).  So ``distinct``, ``generated``, ``depth``, ``st
 Storage per partition (``Part``): for each depth a sorted ``array('Q')`` of fingerprints and an
 ``array('Q')`` of parent fingerprints (level 0: the index in ``spec.initial_states()``), 16 bytes
 per visited state; the states themselves are kept only for the frontier, as one pickled list
-(``Part.frontier_blob``), and candidates cross the shuffle as one pickled list per owner: what
-Spark moves and caches is bytes, never model objects (see ``expand_records``).  Parent links stay in the
+(``Part.frontier_blob``), and candidates cross the shuffle as one pickled list per owner: what Spark
+moves and caches is bytes, never model objects (see ``expand_records``).  Parent links stay in the
 partition that owns the child; a trace is rebuilt by one lookup per depth (``lookup``) and a replay
 from the initial state that matches fingerprints, as ``explore`` does.
 """
@@ -64,12 +64,13 @@ _GOLDEN = 0x9E3779B97F4A7C15
 def gc_paused():
     """Python's cyclic garbage collector off for the block (and back as it was after).
 
-    A level unpickles (or builds) millions of tuples, frozensets and records in one burst, none
-    of them freed before the level ends, so the collector's allocation counters trip again and
-    again and every full collection walks the whole frontier: kraft-small to depth 15 on the
-    local backend took 87.5 s with the collector and 27.9 s without (``pickle.loads`` alone
-    50.9 s against 6.1 s; 2026-11-22, before the frontier was kept pickled).  The model's records hold no reference cycles, so reference counting
-    frees everything the collector would; the collector runs again once the block is left."""
+    A level unpickles (or builds) millions of tuples, frozensets and records in one burst, none of
+    them freed before the level ends, so the collector's allocation counters trip again and again
+    and every full collection walks the whole frontier: kraft-small to depth 15 on the local backend
+    took 87.5 s with the collector and 27.9 s without (``pickle.loads`` alone 50.9 s against 6.1 s;
+    2026-11-22, before the frontier was kept pickled).  The model's records hold no reference
+    cycles, so reference counting frees everything the collector would; the collector runs again
+    once the block is left."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -99,7 +100,7 @@ class LevelStats:
     new: int = 0                                         # new states merged into this partition
     visited_bytes: int = 0                               # the partition's visited arrays
 
-    def add(self, other: "LevelStats") -> "LevelStats":
+    def add(self, other: LevelStats) -> LevelStats:
         for a, n in other.action_counts.items():
             self.action_counts[a] = self.action_counts.get(a, 0) + n
         self.transition_hits |= other.transition_hits

@@ -1,24 +1,27 @@
 """``kipcheck campaign SPEC.toml`` and ``kipcheck replay --campaign DIR --seed N``.
 
-Exit codes (as the rest of the CLI): 0 = the correct design violated nothing, every listed
-variant was found and the sampled seeds replayed to the same digests; 1 = otherwise (the
-summary says which); 2 = bad input (a malformed or invalid spec, an unusable output
-directory, an unavailable engine), one line on stderr; 130 = interrupted (finished shards are
-kept; the message says how to resume).
+Exit codes (``kipcheck.errors``): 0 = no unexpected failure (the correct design violated
+nothing, no variant broke a property it is not listed to break), every listed variant was
+found and the sampled seeds replayed to the same digests; 1 = a violation or a failed check
+(the summary says which); 2 = bad input or an environment the campaign cannot run in, one line
+on stderr: a malformed spec, an unusable output directory, a damaged campaign directory, an
+unavailable engine, an output that became unwritable during the run, a shard that raised (with
+its Python exception); 130 = interrupted.  Whenever a run stops early, the finished shards stay
+on disk and the line ends with the command that resumes it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from kipcheck.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
+
 __all__ = ["add_campaign_parser", "cmd_campaign", "replay_from_campaign", "cmd_replay_campaign"]
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 _LOG_EVERY = 5.0            # seconds between progress lines when stderr is not a terminal
 
 
@@ -73,7 +76,8 @@ class _Progress:
             return
         self.last = now
         text = (f"shards {p.done}/{p.total}  {p.steps:,} steps  "
-                f"{p.steps_per_second:,.0f} steps/s  failures {p.failures}  {p.elapsed:.1f} s")
+                f"{p.steps_per_second:,.0f} steps/s  unexpected failures {p.unexpected}  "
+                f"{p.elapsed:.1f} s")
         if self.tty:
             pad = " " * max(0, self.width - len(text))
             self.width = len(text)
@@ -92,8 +96,14 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
     return code
 
 
+def _kept(e, directory) -> str:
+    """What a run stopped by ``e`` leaves, and the command that continues it."""
+    return (f"; {e.kept} of {e.total} shards are finished and kept in {directory}/shards; "
+            f"resume with: {e.resume_hint}")
+
+
 def cmd_campaign(args) -> int:
-    from kipcheck.campaign.results import CampaignError
+    from kipcheck.campaign.results import CampaignError, OutputError
     from kipcheck.campaign.runner import ShardError, run_campaign
     from kipcheck.campaign.spec import SpecError, load_spec
     try:
@@ -102,6 +112,7 @@ def cmd_campaign(args) -> int:
         return _fail(str(e))
     if args.out:
         spec = replace(spec, output=args.out)
+    where = "--out" if args.out else f"output in {args.spec}"
     out = sys.stderr if args.json else sys.stdout
     for w in spec.warnings():
         print(f"kipcheck: warning: {w}", file=sys.stderr)
@@ -115,13 +126,16 @@ def cmd_campaign(args) -> int:
         summary = run_campaign(spec, engine=args.engine, master=args.master,
                                executors=args.executors, resume=args.resume,
                                progress=progress, log=log)
-    except (CampaignError, SpecError) as e:
-        return _fail(str(e))
-    except ShardError as e:
+    except (ShardError, OutputError) as e:
         if progress is not None:
             progress.end_line()
-        return _fail(f"{e}; the finished shards are kept (kipcheck campaign {args.spec} "
-                     f"--resume --out {spec.output})", EXIT_VIOLATION)
+        if getattr(e, "kept", None) is None:        # refused before any shard ran
+            return _fail(f"{where}: {e}")
+        return _fail(f"{e}{_kept(e, spec.output)}")
+    except (CampaignError, SpecError) as e:
+        if progress is not None:
+            progress.end_line()
+        return _fail(str(e))
     if progress is not None:
         progress.end_line()
     if summary.interrupted:
@@ -144,9 +158,39 @@ def cmd_campaign(args) -> int:
     return summary.exit_code
 
 
+def _print_failures(summary, out) -> None:
+    """The failures, de-duplicated by (variant, property, clause): the unexpected ones (what
+    a person must look at) apart from the expected ones (seeded variants caught)."""
+    m = summary.merged
+    unexpected, expected = m.unexpected, m.expected
+    if not m.failures:
+        return
+    reports = sum(len(f.seeds) for f in m.failures)
+    print(f"\nfailures, de-duplicated by (variant, property, clause): {len(unexpected)} "
+          f"unexpected, {len(expected)} expected (from {reports} shard reports)", file=out)
+    for title, group in (("UNEXPECTED (the correct design violating a property, or a variant "
+                          "breaking one it is not listed to break)", unexpected),
+                         ("expected (a seeded variant breaking a property it is listed to "
+                          "break)", expected)):
+        if not group:
+            continue
+        print(f"{title}:", file=out)
+        for f in group:
+            traces = f", {f.traces} distinct traces" if f.traces > 1 else ""
+            print(f"  {f.variant} {f.property} [{f.clause}] on {', '.join(f.configs)}: "
+                  f"{_n(f.trace_length, 'step')} (shortest), found by "
+                  f"{_n(len(f.seeds), 'shard')} ({', '.join(f.engines)}){traces}; replay: "
+                  f"kipcheck replay --campaign {summary.directory} --seed {f.seed}", file=out)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def print_summary(summary, out) -> None:
-    """The summary table: one row per (configuration, variant), then the de-duplicated
-    failures with the command that replays each, then the verdict."""
+    """The summary table: one row per (configuration, variant), then the failures
+    de-duplicated by (variant, property, clause), unexpected ones first, each with the command
+    that replays its shortest trace, then the verdict."""
     from model.config import VARIANTS
     m = summary.merged
     rate = m.steps / summary.seconds if summary.seconds > 0 else 0.0
@@ -174,26 +218,21 @@ def print_summary(summary, out) -> None:
         props = "/".join(sorted(g.properties))
         if g.variant == "correct":
             result = f"VIOLATED {props}" if props else "ok"
-        elif props:
-            want = VARIANTS[g.variant].breaks
-            result = f"found {props}" + ("" if set(g.properties) & set(want)
-                                          else f" (expected {'/'.join(want)})")
         else:
-            result = "not found here"
+            want = VARIANTS[g.variant].breaks if g.variant in VARIANTS else ()
+            hit = sorted(p for p in g.properties if p in want)
+            other = sorted(p for p in g.properties if p not in want)
+            result = f"found {'/'.join(hit)}" if hit else \
+                f"not found here (it breaks {'/'.join(want)})"
+            if other:
+                result += f"; UNEXPECTED {'/'.join(other)}"
         if g.time_capped:
             result += f"; {g.time_capped} shards hit max_seconds"
         print(f"{g.config:<{cw}}  {g.variant:<{vw}}  {g.shards:>6}  {g.steps:>11,}  "
               f"{g.distinct:>8,}  {cov:>16}  {wit:>9}  {result}", file=out)
     for n in notes:
         print(f"  coverage: {n}", file=out)
-    if m.failures:
-        print(f"\nfailures, de-duplicated: {len(m.failures)} (from "
-              f"{sum(len(f.seeds) for f in m.failures)} shard reports)", file=out)
-        for f in m.failures:
-            print(f"  {f.property} [{f.clause}] on {f.config} [{f.variant}]: "
-                  f"{f.trace_length} steps, found by {len(f.seeds)} shards "
-                  f"({', '.join(f.engines)}); replay: kipcheck replay --campaign "
-                  f"{summary.directory} --seed {f.seeds[0]}", file=out)
+    _print_failures(summary, out)
     if summary.determinism_checked:
         if summary.determinism_mismatches:
             print(f"\nDETERMINISM CHECK FAILED: {len(summary.determinism_mismatches)} of "
@@ -218,17 +257,23 @@ def print_summary(summary, out) -> None:
 
 # ---- replay ---------------------------------------------------------------------------------
 
-def replay_from_campaign(directory, seed: int, *, out=None) -> tuple:
-    """Reproduce the failure recorded by the shard with seed ``seed`` in campaign directory
-    ``directory`` from its recorded step trace, through ``kipcheck replay``'s own path (the
-    trace is written to DIR/traces/seed-SEED.json and replayed as a file).  Returns (Trace or
-    None, exit code): 1 = reproduced (a violation, as ``kipcheck replay``), 0 = that shard
-    found no failure, 2 = no such campaign or seed, or a trace that does not reproduce."""
+def replay_from_campaign(directory, seed: int, *, out=None, pytest: bool = False,
+                         itf_out: str | None = None, mermaid_out: str | None = None) -> tuple:
+    """Reproduce the failures recorded by the shard with seed ``seed`` in campaign directory
+    ``directory``: each recorded trace (a JSON document in the Parquet record) becomes a
+    ``Trace`` (``Trace.from_json``) and is replayed and printed by ``kipcheck replay``'s own
+    ``replay_and_print``, so a campaign failure reads exactly like ``kipcheck replay FILE``.
+    The trace is also saved as DIR/traces/seed-SEED.json when the directory takes it.
+    Returns (the first Trace or None, exit code): 1 = reproduced (a violation, as
+    ``kipcheck replay``), 0 = that shard found no failure, 2 = no such campaign or seed, a
+    damaged campaign directory, or a trace that does not reproduce."""
     from kipcheck.campaign.results import CampaignError, ResultStore
     from kipcheck.campaign.shard import CONFORMANCE_FORMAT
-    from kipcheck.cli import BadInput, cmd_replay
+    from kipcheck.cli import replay_and_print          # lazily: kipcheck.cli imports us lazily
+    from kipcheck.errors import BadInput
     from properties.trace import Trace, TraceError
     out = out or sys.stdout
+    status = sys.stderr if pytest else out              # keep --pytest output a valid module
     store = ResultStore(directory)
     try:
         if store.read_meta() is None:
@@ -241,40 +286,62 @@ def replay_from_campaign(directory, seed: int, *, out=None) -> tuple:
                            f"lists the seeds of its failures (Parquet column 'seed')")
     shard = records[0]
     if not shard.failures:
-        print(f"shard {shard.key} (seed {seed}) found no failure: nothing to replay", file=out)
+        print(f"shard {shard.key} (seed {seed}) found no failure: nothing to replay",
+              file=status)
         return None, EXIT_OK
     first, worst = None, EXIT_OK
     for i, f in enumerate(shard.failures):
-        doc = json.loads(f.trace)
-        if doc.get("format") == CONFORMANCE_FORMAT:
+        source = f"shard {shard.key} (seed {seed}): {f.property}"
+        try:
+            doc = json.loads(f.trace)
+        except (ValueError, RecursionError):
+            worst = _worst(worst, _fail(f"{source}: the recorded trace is not JSON"))
+            continue
+        if isinstance(doc, dict) and doc.get("format") == CONFORMANCE_FORMAT:
             worst = _worst(worst, _replay_divergence(doc, shard, out))
             continue
-        if doc.get("format") != "kipcheck-trace":
-            worst = _worst(worst, _fail(f"shard {shard.key} (seed {seed}): {f.property} has "
-                                        f"no replayable trace"))
+        suffix = "" if i == 0 else f"-{i + 1}"
+        try:
+            trace = Trace.from_json(doc)
+        except TraceError as e:
+            worst = _worst(worst, _fail(f"{source}: no replayable trace ({e})"))
             continue
-        name = f"seed-{seed}.json" if i == 0 else f"seed-{seed}-{i + 1}.json"
-        path = Path(directory) / "traces" / name
+        print(f"shard {shard.key} (seed {seed}, engine {shard.engine}): "
+              f"{_save_trace(directory, f'seed-{seed}{suffix}.json', doc)}", file=status)
         try:
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(json.dumps(doc, indent=1) + "\n")
-        except OSError:                     # a read-only campaign directory
-            path = Path(tempfile.mkdtemp(prefix="kipcheck-replay-")) / name
-            path.write_text(json.dumps(doc, indent=1) + "\n")
-        print(f"shard {shard.key} (seed {seed}, engine {shard.engine}): trace written to "
-              f"{path}", file=out)
-        try:
-            code = cmd_replay(argparse.Namespace(file=str(path), itf_out=None,
-                                                 mermaid_out=None, pytest=False,
-                                                 campaign=None, seed=None))
-            trace = Trace.load(path)
+            code = replay_and_print(trace, source, pytest=pytest,
+                                    itf_out=_numbered(itf_out, suffix),
+                                    mermaid_out=_numbered(mermaid_out, suffix), out=out)
         except (BadInput, TraceError) as e:
             code = _fail(str(e))
-            trace = None
-        if first is None and trace is not None:
+        except OSError as e:                            # --itf-out / --mermaid-out
+            code = _fail(f"cannot write {e.filename or 'the output'}: "
+                         f"{e.strerror or e}")
+        if first is None:
             first = trace
         worst = _worst(worst, code)
     return first, worst
+
+
+def _save_trace(directory, name: str, doc: dict) -> str:
+    """Save the recorded trace beside the campaign (for ``kipcheck replay FILE``); a campaign
+    directory that takes no files is not an error: the replay needs no file."""
+    path = Path(directory) / "traces" / name
+    try:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+    except OSError as e:
+        return f"replaying the recorded trace (not saved: {e.strerror or e})"
+    return f"replaying the recorded trace, saved as {path}"
+
+
+def _numbered(path: str | None, suffix: str) -> str | None:
+    """An output path for the shard's second, third... failure (a shard of the random-walk
+    engine can record several)."""
+    if not path or not suffix:
+        return path
+    p = Path(path)
+    return str(p.with_name(p.stem + suffix + p.suffix))
 
 
 def _worst(a: int, b: int) -> int:
@@ -303,9 +370,13 @@ def _replay_divergence(doc: dict, shard, out) -> int:
 
 
 def cmd_replay_campaign(args) -> int:
-    """``kipcheck replay --campaign DIR --seed N`` (called by kipcheck.cli.cmd_replay)."""
+    """``kipcheck replay --campaign DIR --seed N [--pytest] [--itf-out F] [--mermaid-out F]``
+    (called by kipcheck.cli.cmd_replay)."""
     if getattr(args, "file", None):
         return _fail("give either a trace FILE or --campaign DIR --seed N, not both")
     if not getattr(args, "campaign", None) or getattr(args, "seed", None) is None:
         return _fail("replay needs a trace FILE, or --campaign DIR with --seed N")
-    return replay_from_campaign(args.campaign, args.seed)[1]
+    return replay_from_campaign(args.campaign, args.seed,
+                                pytest=bool(getattr(args, "pytest", False)),
+                                itf_out=getattr(args, "itf_out", None),
+                                mermaid_out=getattr(args, "mermaid_out", None))[1]

@@ -14,6 +14,14 @@ writes every finished shard to the result store at once, so that nothing finishe
 ``resume=True`` skips the shards already on disk (same spec and model required).  On Ctrl-C
 the finished shards stay on disk and the summary says how to resume.
 
+What stops a run, and what it leaves: the output directory is created and proved writable
+before any shard runs (``ResultStore.prepare``; ``OutputError``).  A shard that raises, on
+any executor, stops the campaign with a ``ShardError`` naming the shard and the Python
+exception (type, message, where it was raised), and an output that becomes unwritable during
+the run (a full disk, the directory replaced) with an ``OutputError`` naming what could not be
+written.  Both exceptions carry ``kept`` (the shards finished and on disk), ``total`` and
+``resume_hint``; neither is a property violation (the CLI exits 2 for them).
+
 After the run, the determinism check re-runs ``spec.determinism_check`` finished shards,
 sampled with a ``random.Random`` seeded from the campaign seed, in this process, and compares
 their digests with the recorded ones.  A mismatch means a shard's result is not a function of
@@ -25,30 +33,49 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import signal
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
 
-from kipcheck.campaign.results import CampaignError, Merged, ResultStore, merge
+from kipcheck.campaign.results import (CampaignError, Merged, OutputError, ResultStore,
+                                       is_expected, merge, os_reason)
 from kipcheck.campaign.seeds import shard_tasks
-from kipcheck.campaign.shard import ShardResult, _model_hash, run_shard, run_shard_record
+from kipcheck.campaign.shard import (ShardResult, _model_hash, crash_of, describe_exception,
+                                     run_shard, run_shard_record)
 
 __all__ = ["run_campaign", "CampaignSummary", "CampaignProgress", "DeterminismMismatch",
-           "ShardError", "determinism_sample", "EXECUTORS"]
+           "ShardError", "determinism_sample", "resume_command", "EXECUTORS"]
 
 EXECUTORS = ("spark", "processes", "serial")
 
 
 class ShardError(Exception):
-    """A shard raised instead of returning a result: a bug in an engine or the model, not a
-    property violation.  The shards finished before it are on disk (``--resume``)."""
+    """A shard raised instead of returning a result: a bug in an engine or the model, or an
+    environment it cannot run in (a missing file, a missing package) -- not a property
+    violation.  ``description`` is the Python exception on one line ("Type: message (raised at
+    path:line in function)"), whichever executor ran the shard.  The shards finished before
+    it are on disk (``--resume``)."""
 
-    def __init__(self, task, error: BaseException):
+    kept: int = 0                       # set by run_campaign: shards finished and on disk
+    total: int = 0
+    resume_hint: str = ""
+
+    def __init__(self, task, error, *, description: str | None = None):
         self.task = task                # None: the executor could not say which shard
         self.error = error
-        what = f"shard {task.key} (seed {task.seed})" if task is not None else "a shard batch"
-        super().__init__(f"{what} crashed: {type(error).__name__}: {error}")
+        self.description = description or (describe_exception(error)
+                                           if isinstance(error, BaseException) else str(error))
+        super().__init__(f"shard {task.key} (seed {task.seed}) failed: {self.description}"
+                         if task is not None else self.description)
+
+
+def resume_command(spec_path: str, directory: str) -> str:
+    """The exact command that continues a campaign (paths quoted for a shell)."""
+    return (f"kipcheck campaign {shlex.quote(str(spec_path or 'SPEC.toml'))} --resume "
+            f"--out {shlex.quote(str(directory))}")
 
 
 @dataclass
@@ -61,6 +88,8 @@ class CampaignProgress:
     elapsed: float              # wall seconds of this run
     failures: int               # failures found so far (not de-duplicated), this run
     last: ShardResult | None = None
+    unexpected: int = 0         # of those, unexpected ones (results.is_expected): the correct
+                                # design violating anything, a variant breaking another property
 
     @property
     def steps_per_second(self) -> float:
@@ -100,13 +129,16 @@ class CampaignSummary:
     correct_failures: tuple = ()        # MergedFailure of the correct design
     resume_hint: str = ""
     model_hashes: tuple = ()            # models seen: shards', loaded, on disk (one, normally)
+    unexpected_failures: tuple = ()     # MergedFailure not expected: correct_failures, and
+                                        # variants breaking properties they are not listed for
 
     @property
     def ok(self) -> bool:
-        """No failure of the correct design, every variant found, seeds replay, all done."""
+        """No unexpected failure, every variant found by a property it is listed to break,
+        seeds replay, all done."""
         return (not self.interrupted and self.done == self.total and not self.correct_failures
-                and not self.variants_missing and not self.determinism_mismatches
-                and len(self.model_hashes) <= 1)
+                and not self.unexpected_failures and not self.variants_missing
+                and not self.determinism_mismatches and len(self.model_hashes) <= 1)
 
     @property
     def exit_code(self) -> int:
@@ -115,12 +147,20 @@ class CampaignSummary:
         return 0 if self.ok else 1
 
     def problems(self) -> list:
+        from model.config import VARIANTS
         out = []
-        for f in self.correct_failures:
-            out.append(f"the correct design violates {f.property} on {f.config} "
-                       f"(seed {f.seeds[0]})")
+        for f in self.unexpected_failures:
+            if f.variant == "correct":
+                out.append(f"the correct design violates {f.property} [{f.clause}] on "
+                           f"{', '.join(f.configs) or f.config} (seed {f.seed})")
+            else:
+                listed = VARIANTS[f.variant].breaks if f.variant in VARIANTS else ()
+                out.append(f"variant {f.variant} violates {f.property} [{f.clause}], which it "
+                           f"is not listed to break ({'/'.join(listed) or 'nothing listed'}; "
+                           f"seed {f.seed})")
         for v in self.variants_missing:
-            out.append(f"variant {v} not found")
+            want = "/".join(VARIANTS[v].breaks) if v in VARIANTS else "?"
+            out.append(f"variant {v} not found (it breaks {want})")
         if self.determinism_mismatches:
             out.append("NONDETERMINISTIC shards (re-run digest differs): " + ", ".join(
                 f"seed {m.seed} ({m.key}: {m.reason})" for m in self.determinism_mismatches))
@@ -140,6 +180,8 @@ class CampaignSummary:
                 "exit_code": self.exit_code, "problems": self.problems(),
                 "variants_found": {v: sorted(p) for v, p in self.variants_found.items()},
                 "variants_missing": list(self.variants_missing),
+                "failures": {"expected": len(self.merged.expected) if self.merged else 0,
+                             "unexpected": len(self.unexpected_failures)},
                 "determinism": {"checked": list(self.determinism_checked),
                                 "mismatches": [m.to_dict()
                                                for m in self.determinism_mismatches]},
@@ -153,7 +195,7 @@ class CampaignSummary:
 def _worker_init() -> None:
     """Process-pool worker set-up: Ctrl-C goes to the driver only (a worker that caught it
     would end its shard early); Hypothesis's storage (written even with database=None,
-    spark-notes P9) goes to a temporary directory, not the user's working directory."""
+    Spark pitfall P9) goes to a temporary directory, not the user's working directory."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
                           os.path.join(tempfile.gettempdir(), "kipcheck-hypothesis"))
@@ -167,7 +209,15 @@ def _serial(spec, tasks):
             raise
         except Exception as e:
             raise ShardError(t, e) from e
+        rec["executor"] = "driver"
         yield rec
+
+
+def _pool_shard(spec, task) -> dict:
+    """A shard in a pool process, labelled with that process (throughput per executor)."""
+    rec = run_shard_record(spec, task)
+    rec["executor"] = f"process/{socket.gethostname()}/{os.getpid()}"
+    return rec
 
 
 def _processes(spec, tasks, workers):
@@ -186,7 +236,7 @@ def _processes(spec, tasks, workers):
         while todo or pending:
             while todo and len(pending) < 2 * workers:
                 task = todo.pop()
-                pending[pool.submit(run_shard_record, spec, task)] = task
+                pending[pool.submit(_pool_shard, spec, task)] = task
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=lambda f: pending[f].index):
                 task = pending.pop(fut)
@@ -230,11 +280,18 @@ def _spark_executor(master, executors):
 
 
 def _spark(spark_mod, ex, spec, tasks):
+    """Records from the Spark executors.  ``map_shards`` raises ``ShardFailed`` (index, the
+    exception's type and description) for a shard that raised, and ``ShardBatchFailed`` (the
+    Python cause dug out of Spark's text) for a batch that failed every attempt for another
+    reason; both become a ``ShardError``."""
     failed = getattr(spark_mod, "ShardBatchFailed", ())
+    by_index = {t.index: t for t in tasks}
     try:
         yield from ex.map_shards(spec, tasks)
     except failed as e:
-        raise ShardError(None, e) from e
+        task = by_index.get(getattr(e, "index", None))
+        raise ShardError(task, e, description=getattr(e, "description", None) or str(e)) \
+            from e
     finally:
         close = getattr(ex, "close", None) or getattr(ex, "stop", None)
         if close is not None:
@@ -284,16 +341,27 @@ def run_campaign(spec, *, engine: str = "spark", master: str | None = None,
     loaded_model = _model_hash()                # the model this process has loaded
     store = ResultStore(spec.output)
     tasks = shard_tasks(spec)
-    store.check(spec, resume=resume)            # before anything is started or written
+    store.check(spec, resume=resume, tasks=len(tasks))  # before anything starts or is written
+    created = store.prepare()                   # the directory exists and takes files
     finished = store.finished_indices()
     todo = [t for t in tasks if t.index not in finished]
-    spark = _spark_executor(master, executors) if engine == "spark" and todo else None
-    store.begin(spec, engine=engine, master=master, executors=executors, resume=resume,
-                tasks=len(tasks))
+    hint = resume_command(spec.source, spec.output)
+    try:
+        spark = _spark_executor(master, executors) if engine == "spark" and todo else None
+    except BaseException:
+        store.discard(created)                  # a failed start leaves no campaign behind
+        raise
+    try:
+        store.begin(spec, engine=engine, master=master, executors=executors, resume=resume,
+                    tasks=len(tasks))
+    except BaseException:
+        if spark is not None:
+            spark[1].stop()
+        raise
     skipped = len(tasks) - len(todo)
     by_index = {t.index: t for t in tasks}
     t0 = time.perf_counter()
-    ran = steps = failures = 0
+    ran = steps = failures = unexpected = 0
     interrupted = False
     if engine == "serial":
         stream = _serial(spec, todo)
@@ -304,22 +372,36 @@ def run_campaign(spec, *, engine: str = "spark", master: str | None = None,
     try:
         if todo:
             for rec in stream:
+                crash = crash_of(rec)          # an executor may send a crash record back
+                if crash is not None:
+                    raise ShardError(by_index.get(crash.get("index")), crash.get("type"),
+                                     description=crash.get("description"))
                 result = ShardResult.from_record(rec)
                 task = by_index.get(result.index)
                 if task is None or task.key != result.key or task.seed != result.seed:
                     raise CampaignError(f"the executor returned shard {result.index} "
                                         f"({result.key}) that is not a task of this campaign")
-                store.write(result)
+                try:
+                    store.write(result)
+                except OSError as e:
+                    raise OutputError(f"cannot write {store.path_of(result.index)}: "
+                                      f"{os_reason(e)}") from None
                 ran += 1
                 steps += result.steps
                 failures += len(result.failures)
+                unexpected += sum(not is_expected(result.variant, f.property)
+                                  for f in result.failures)
                 if progress is not None:
                     progress(CampaignProgress(skipped + ran, len(tasks), ran, steps,
-                                              time.perf_counter() - t0, failures, result))
+                                              time.perf_counter() - t0, failures, result,
+                                              unexpected))
     except KeyboardInterrupt:
         interrupted = True
+    except (ShardError, OutputError) as e:
+        _stopped(store, e, ran, len(tasks), hint)
+        raise
     except BaseException:
-        store.end("crashed", ran)
+        _end_quietly(store, "crashed", ran)
         raise
     finally:
         close = getattr(stream, "close", None)
@@ -327,13 +409,40 @@ def run_campaign(spec, *, engine: str = "spark", master: str | None = None,
             close()                 # stops the pool / Spark job at once
     seconds = time.perf_counter() - t0
     done_set = store.finished_indices()
-    hint = ""
     if interrupted:
-        store.end("interrupted", ran)
-        src = spec.source or "SPEC.toml"
-        hint = (f"kipcheck campaign {src} --resume --out {spec.output}")
+        _end_quietly(store, "interrupted", ran)
         return CampaignSummary(spec, engine, str(store.dir), len(tasks), len(done_set), ran,
                                skipped, True, seconds, None, resume_hint=hint)
+    try:
+        return _finish(spec, engine, store, tasks, by_index, done_set, ran, skipped, seconds,
+                       loaded_model, hint, log)
+    except (ShardError, OutputError) as e:
+        _stopped(store, e, ran, len(tasks), hint)
+        raise
+
+
+def _stopped(store, e, ran: int, total: int, hint: str) -> None:
+    """Record a run stopped by ``e`` and tell ``e`` what is kept and how to resume."""
+    _end_quietly(store, "crashed", ran)
+    try:
+        e.kept = len(store.finished_indices())
+    except CampaignError:
+        e.kept = 0
+    e.total, e.resume_hint = total, hint
+
+
+def _end_quietly(store, status: str, ran: int) -> None:
+    """``store.end`` when the run is already failing: an unwritable campaign.json must not
+    hide the error that stopped the run."""
+    try:
+        store.end(status, ran)
+    except (OSError, CampaignError):
+        pass
+
+
+def _finish(spec, engine, store, tasks, by_index, done_set, ran, skipped, seconds,
+            loaded_model, hint, log) -> CampaignSummary:
+    """After the shards: the determinism check, the merge, the summary."""
     results = store.load_all()
     checked, mismatches = (), ()
     sample = determinism_sample(spec, done_set)
@@ -343,7 +452,12 @@ def run_campaign(spec, *, engine: str = "spark", master: str | None = None,
         recorded = {r.index: r for r in results}
         mism = []
         for i in sample:
-            again = run_shard(spec, by_index[i])
+            try:
+                again = run_shard(spec, by_index[i])
+            except (KeyboardInterrupt, CampaignError):
+                raise
+            except Exception as e:
+                raise ShardError(by_index[i], e) from e
             if again.digest != recorded[i].digest:
                 mism.append(DeterminismMismatch(i, recorded[i].key, recorded[i].seed,
                                                 recorded[i].digest, again.digest,
@@ -365,11 +479,14 @@ def run_campaign(spec, *, engine: str = "spark", master: str | None = None,
     for f in merged.failures:
         if f.variant != "correct":
             found.setdefault(f.variant, set()).add(f.property)
-    missing = tuple(v for v in spec.variants if v != "correct" and v not in found)
+    caught = {f.variant for f in merged.expected}
+    missing = tuple(v for v in spec.variants if v != "correct" and v not in caught)
     correct = tuple(f for f in merged.failures if f.variant == "correct")
     summary = CampaignSummary(spec, engine, str(store.dir), len(tasks), len(done_set), ran,
                               skipped, False, seconds, merged, checked, mismatches, found,
-                              missing, correct, model_hashes=hashes)
+                              missing, correct, model_hashes=hashes,
+                              resume_hint=hint if len(done_set) < len(tasks) else "",
+                              unexpected_failures=tuple(merged.unexpected))
     store.end("finished" if len(done_set) == len(tasks) else "incomplete", ran,
               determinism={"checked": list(checked),
                            "mismatches": [m.to_dict() for m in mismatches]},

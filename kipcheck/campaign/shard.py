@@ -9,7 +9,7 @@ function runs in-process, in a process pool and in a Spark executor (``spark.py`
 Engines
     ``stateful``: ``properties.stateful.fuzz_spec`` with the shard seed and a *work* budget
     (``rounds`` x ``examples_per_round`` x ``steps_per_example``); ``database=None`` and the
-    local-constant mining switched off are the engine's own settings (spark-notes P1, P2), so
+    local-constant mining switched off are the engine's own settings (Spark pitfall P1, P2), so
     the run is a function of the seed.  It stops at the first violation; the counterexample is
     Hypothesis's shrunk example, minimised further by delta debugging.
     ``random-walk``: ``rounds`` swarm rounds (each round's ``Swarm`` drawn from
@@ -35,16 +35,26 @@ The digest
     wall-clock cap cut one run short: the ``max_seconds`` safety cap (``stop_reason`` says
     so) or ``minimise_seconds`` on a very long counterexample (keep it generous).
 
+Failures of the shard itself
+    An exception inside ``run_shard`` is a bug or a broken environment, never a property
+    violation (those are data).  ``crash_record(task, exc)`` turns it into a record of plain
+    strings (its type, message and where it was raised), so an executor can send it back
+    instead of raising: Spark would otherwise retry a deterministic failure and then report
+    only its own first line, not the cause.  ``describe_exception`` is the one-line text the
+    driver prints for it, whichever executor ran the shard.
+
 Fingerprints are ``hash(state) & (2**64 - 1)``: the model's states hold only ints, bools,
 tuples and frozensets, so their hash is the same in every process (model/state.py); the
 explorer's reachable set uses the same fingerprints (properties/coverage.py).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import random
+import re
 import socket
 import sys
 import time
@@ -54,7 +64,8 @@ from functools import lru_cache
 
 from kipcheck.campaign.spec import TEST_ENGINE, TEST_ENGINE_ENV, conformance_runner
 
-__all__ = ["Failure", "ShardResult", "run_shard", "run_shard_record", "run_batch"]
+__all__ = ["Failure", "ShardResult", "run_shard", "run_shard_record", "run_batch",
+           "crash_record", "crash_of", "describe_exception", "one_line", "CRASH_KEY"]
 
 _MASK = 2 ** 64 - 1
 _TICK = 0.5                 # seconds between timeline points
@@ -78,7 +89,7 @@ class Failure:
                 "reproduce_blob": self.reproduce_blob, "round": self.round}
 
     @classmethod
-    def from_record(cls, d: dict) -> "Failure":
+    def from_record(cls, d: dict) -> Failure:
         return cls(d["property"], d.get("clause"), d["trace"], int(d["trace_length"]),
                    d.get("shrunk_length"), d.get("reproduce_blob"), d.get("round"))
 
@@ -114,6 +125,9 @@ class ShardResult:
     pid: int = 0
     hostname: str = ""
     digest: str = field(default="")
+    started_at: float = 0.0     # Unix time the shard started and ended, by its worker's clock
+    ended_at: float = 0.0       # (the report's campaign clock); not part of the digest
+    executor: str = ""          # what ran it: "driver", "process/HOST/PID", "spark/HOST/PID"
 
     def to_record(self) -> dict:
         return {"index": self.index, "key": self.key, "config": self.config,
@@ -127,10 +141,12 @@ class ShardResult:
                 "seconds": float(self.seconds),
                 "timeline": [{"elapsed": float(e), "steps": int(s), "distinct": int(d)}
                              for e, s, d in self.timeline],
-                "pid": self.pid, "hostname": self.hostname, "digest": self.digest}
+                "pid": self.pid, "hostname": self.hostname, "digest": self.digest,
+                "started_at": float(self.started_at), "ended_at": float(self.ended_at),
+                "executor": self.executor}
 
     @classmethod
-    def from_record(cls, d: dict) -> "ShardResult":
+    def from_record(cls, d: dict) -> ShardResult:
         return cls(index=int(d["index"]), key=d["key"], config=d["config"],
                    variant=d["variant"], engine=d["engine"], shard=int(d["shard"]),
                    seed=int(d["seed"]), swarms=tuple(d["swarms"] or ()),
@@ -144,7 +160,9 @@ class ShardResult:
                    timeline=tuple((t["elapsed"], t["steps"], t["distinct"])
                                   for t in d.get("timeline") or ()),
                    pid=int(d.get("pid") or 0), hostname=d.get("hostname") or "",
-                   digest=d["digest"])
+                   digest=d["digest"], started_at=float(d.get("started_at") or 0.0),
+                   ended_at=float(d.get("ended_at") or 0.0),
+                   executor=d.get("executor") or "")
 
     def compute_digest(self) -> str:
         content = {
@@ -171,11 +189,13 @@ def _model_hash() -> str:
     return model_hash()
 
 
-def run_shard(spec, task) -> "ShardResult":
+def run_shard(spec, task) -> ShardResult:
     """Run ``task`` (a ``ShardTask`` of ``spec``).  Pure: the deterministic content of the
     result is a function of ``spec`` and ``task``."""
     from properties.kafka_spec import KafkaSpec
+    started_at = time.time()
     _maybe_die_for_test(task)
+    _maybe_raise_for_test(task)
     kspec = KafkaSpec.named(task.config, task.variant)
     t0 = time.perf_counter()
     if task.engine == "stateful":
@@ -202,7 +222,8 @@ def run_shard(spec, task) -> "ShardResult":
         actions=tuple(sorted((a, n) for a, n in out["actions"].items() if n)),
         failures=tuple(out["failures"]), stop_reason=out["stop_reason"],
         model_hash=_model_hash(), seconds=time.perf_counter() - t0,
-        timeline=tuple(out["timeline"]), pid=os.getpid(), hostname=socket.gethostname())
+        timeline=tuple(out["timeline"]), pid=os.getpid(), hostname=socket.gethostname(),
+        started_at=started_at, ended_at=time.time())
     return _with_digest(result)
 
 
@@ -229,6 +250,77 @@ def _maybe_die_for_test(task) -> None:
         with open(marker, "w") as f:
             f.write(str(os.getpid()))
         os._exit(17)
+
+
+RAISE_ENV = "KIPCHECK_CAMPAIGN_TEST_RAISE"
+
+
+def _maybe_raise_for_test(task) -> None:
+    """Tests only: with ``KIPCHECK_CAMPAIGN_TEST_RAISE=FILE:INDEX`` shard INDEX raises the
+    FileNotFoundError a missing data file would, for as long as FILE exists (a test deletes
+    FILE to let a ``--resume`` finish; an environment variable cannot be taken back from
+    Spark workers that inherited it)."""
+    hook = os.environ.get(RAISE_ENV)
+    if not hook:
+        return
+    armed, _, index = hook.rpartition(":")
+    if str(task.index) == index and os.path.exists(armed):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT),
+                                os.path.join(os.path.dirname(armed), "missing-schema.json"))
+
+
+# ---- a shard that raised, as data -----------------------------------------------------------
+
+CRASH_KEY = "kipcheck_shard_crash"
+_FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line (whitespace runs folded), cut at ``limit`` characters: error
+    messages end up on one stderr line whatever the exception put in them."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _where(exc: BaseException) -> str:
+    """Where ``exc`` was raised ("path:line in function"), project paths made relative; for
+    an exception re-raised by a process pool, from the worker's traceback text."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    remote = getattr(exc.__cause__, "tb", None)        # concurrent.futures' _RemoteTraceback
+    if isinstance(remote, str):
+        frames = [(m.group(1), int(m.group(2)), m.group(3))
+                  for m in map(_FRAME_RE.match, remote.splitlines()) if m] or frames
+    if not frames:
+        return ""
+    path, line, func = frames[-1]
+    if path.startswith(_PROJECT + os.sep):
+        path = os.path.relpath(path, _PROJECT)
+    return f"{path}:{line} in {func}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line: "Type: message (raised at path:line in function)"."""
+    name = type(exc).__name__
+    msg = one_line(str(exc))
+    where = _where(exc)
+    return (f"{name}: {msg}" if msg else name) + (f" (raised at {where})" if where else "")
+
+
+def crash_record(task, exc: BaseException) -> dict:
+    """The record an executor sends back for a shard that raised ``exc`` (plain strings: it
+    pickles whatever the exception held)."""
+    return {CRASH_KEY: {"index": getattr(task, "index", None), "type": type(exc).__name__,
+                        "description": describe_exception(exc)}}
+
+
+def crash_of(record) -> dict | None:
+    """The crash a record reports (``crash_record``), or None for a shard's result."""
+    return record.get(CRASH_KEY) if isinstance(record, dict) else None
 
 
 def run_shard_record(spec, task) -> dict:
@@ -359,7 +451,7 @@ def _conformance(task, budget) -> dict:
     with ``steps``, the model steps up to the diverging one, and optionally ``to_json()`` and
     ``describe()``), ``steps`` (model steps run) and optionally ``actions`` (per-action
     counts).  The engine draws with Hypothesis, so the run is wrapped like the stateful
-    engine's: no local constants mined (spark-notes P1)."""
+    engine's: no local constants mined (Spark pitfall P1)."""
     import inspect
     from properties.stateful import _without_local_constants
     run = conformance_runner()

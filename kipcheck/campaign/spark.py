@@ -4,8 +4,8 @@ The only module of the project that imports pyspark, and only inside functions: 
 module needs no pyspark; using it without pyspark (or without Java) raises ``SparkUnavailable``
 with the fix.
 
-Session settings (measured in ``shared/reference/spark-notes.md``, section 1.5 and pitfalls
-P3-P9): every listener on 127.0.0.1, no UI, log4j2 at ERROR from before the JVM starts (else the
+Session settings (Spark pitfalls P3-P9 in docs/campaigns.md, measured before this was
+written): every listener on 127.0.0.1, no UI, log4j2 at ERROR from before the JVM starts (else the
 banner still prints), ``PYSPARK_PYTHON = sys.executable`` (else workers run the system python
 without the project's packages), the project root on the workers' ``PYTHONPATH`` (set before the
 JVM starts), unix-domain sockets to the Python workers (about 14 ms per task instead of 26),
@@ -15,7 +15,12 @@ a temp dir (Hypothesis writes ``.hypothesis/constants`` into the cwd even with `
 Retries: ``local[N]`` gives each task a single attempt; the default master is ``local[N,F]`` with
 ``F = max_failures`` (4), and ``spark.task.maxFailures`` is set for cluster masters, so a task
 whose Python worker dies is run again.  Shards are pure functions of (spec, task), so the retried
-shard returns the same record.
+shard returns the same record.  A shard that *raises* is not retried: the task catches the
+exception and returns it as data (``shard.crash_record``: type, message, where), because a pure
+shard fails the same way every time, and Spark's own error for a failed task keeps only its first
+line ("An exception was thrown from the Python worker:") once it is cut to one line.
+``map_shards`` raises ``ShardFailed`` for it; for a batch that fails every attempt for another
+reason, ``ShardBatchFailed`` carries the Python cause dug out of Spark's error text.
 
 ``explore_spark`` runs the level loop of ``kipcheck.campaign.bfs`` with ``SparkBackend``: the
 partition states live in a cached, locally checkpointed pair RDD keyed by partition id (one
@@ -25,10 +30,10 @@ candidates to their owners -> a partition-aligned union with the partition state
 shuffled) -> merge.  Records carry model states only as bytes that ``bfs`` pickled with C pickle
 (Spark's shuffle serializer is cloudpickle, whose per-object Python hook cost more than the
 search itself), and the Python workers pause the cyclic collector while a level is built.  On
-this 2-core box local[2] takes 1.75x the single-process explorer's time on kraft-small and about
-the same on zk-small, and far longer on the tiny configurations, whose levels are dominated by
-0.3-1.3 s of scheduling (``bench/explore_spark.py``, docs/performance.md); it is for state spaces that do not fit one
-machine.
+this 2-core box local[2] takes 1.75x the single-process explorer's time on kraft-small and about the
+same on zk-small, and far longer on the tiny configurations, whose levels are dominated by 0.3-1.3 s
+of scheduling (``bench/explore_spark.py``, docs/performance.md); it is for state spaces that do not
+fit one machine.
 """
 from __future__ import annotations
 
@@ -36,7 +41,9 @@ import functools
 import importlib
 import os
 import queue
+import re
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -44,12 +51,12 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from kipcheck.campaign import bfs
 
-__all__ = ["SparkUnavailable", "ShardBatchFailed", "SparkShardExecutor", "SparkBackend",
-           "explore_spark", "spark_session", "default_master"]
+__all__ = ["SparkUnavailable", "ShardBatchFailed", "ShardFailed", "SparkShardExecutor",
+           "SparkBackend", "explore_spark", "spark_session", "default_master", "python_cause"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_FAILURES = 4            # attempts per Spark task (a dead Python worker costs one)
@@ -82,6 +89,47 @@ class SparkUnavailable(RuntimeError):
 
 class ShardBatchFailed(RuntimeError):
     """A batch of shards failed on every attempt Spark allowed."""
+
+
+class ShardFailed(ShardBatchFailed):
+    """A shard raised on an executor: ``index`` is its task index, ``type`` the Python
+    exception's type name, ``description`` the exception on one line (type: message (raised
+    at path:line in function))."""
+
+    def __init__(self, index, type_name: str, description: str):
+        self.index, self.type, self.description = index, type_name, description
+        super().__init__(f"shard {index} failed: {description}")
+
+
+# The line that ends a Python traceback: "module.Name: message" or a bare "Name" (frames are
+# indented, so it is the first line after "Traceback ..." that is not).
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::.*)?$")
+_LOST_TASK = re.compile(r"most recent failure: Lost task .*?\): (.*)")
+_JAVA_CLASS = re.compile(r"^(?:[a-z_]\w*\.)+[A-Z]\w*: ")
+
+
+def python_cause(text: str, limit: int = 400) -> str:
+    """The cause in Spark's text for a failed task, on one line: the exception line that ends
+    the last Python traceback in it ("FileNotFoundError: [Errno 2] ..."); without one, the
+    reason of the last lost task ("Python worker exited unexpectedly (crashed)"); else the
+    first line."""
+    lines = str(text).splitlines()
+    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last):" in line]
+    if starts:
+        for line in lines[starts[-1] + 1:]:
+            if line and not line[0].isspace() and _EXCEPTION_LINE.match(line.strip()):
+                return _one_line(line, limit)
+    for line in reversed(lines):
+        m = _LOST_TASK.search(line)
+        if m:
+            return _one_line(_JAVA_CLASS.sub("", m.group(1)), limit)
+    first = next((line for line in lines if line.strip()), "")
+    return _one_line(_JAVA_CLASS.sub("", first.strip()), limit) or "unknown cause"
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _require_pyspark():
@@ -145,6 +193,10 @@ def spark_session(master: str | None = None, executors: int | None = None,
              .config("spark.python.daemon.module", "kipcheck.campaign.spark"))
     if executors and not master.startswith("local"):
         b = b.config("spark.executor.instances", str(executors))
+    from kipcheck.campaign.shard import KILL_ENV, RAISE_ENV
+    for name in (KILL_ENV, RAISE_ENV):      # test hooks reach workers of a JVM started earlier
+        if os.environ.get(name):
+            b = b.config(f"spark.executorEnv.{name}", os.environ[name])
     session = b.getOrCreate()
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
@@ -154,10 +206,21 @@ def spark_session(master: str | None = None, executors: int | None = None,
 # ---- campaign shards --------------------------------------------------------------------------
 
 def _run_batch(fn, spec, tasks) -> Iterator[dict]:
-    """One Spark task: the shards of one partition, in order, as plain records."""
+    """One Spark task: the shards of one partition, in order, as plain records.  A shard that
+    raises ends the batch with its crash record (the exception as data, module docstring).
+    Shard results are labelled with this executor: the host and the pid of its Python worker
+    daemon, which every Python worker of one executor shares."""
+    from kipcheck.campaign.shard import crash_record
     for task in tasks:
-        r = fn(spec, task)
-        yield r.to_record() if hasattr(r, "to_record") else r
+        try:
+            r = fn(spec, task)
+        except Exception as e:              # sent back as data (module docstring)
+            yield crash_record(task, e)
+            return
+        if hasattr(r, "to_record"):
+            r = r.to_record()
+            r["executor"] = f"spark/{socket.gethostname()}/{os.getppid()}"
+        yield r
 
 
 class SparkShardExecutor:
@@ -189,8 +252,12 @@ class SparkShardExecutor:
         completion order, computed on the executors; ``fn`` defaults to
         ``kipcheck.campaign.shard.run_shard``.  Every task is yielded exactly once: a batch
         whose Python worker dies is re-run by Spark (up to ``max_failures`` attempts) and,
-        shards being pure, gives the same records; a batch that fails every attempt raises
-        ``ShardBatchFailed`` (after cancelling the other batches)."""
+        shards being pure, gives the same records; a shard that raises raises ``ShardFailed``
+        here with its exception's type and message (no retry: it would fail again), after the
+        records of its batch that came before it; a batch that fails every attempt raises
+        ``ShardBatchFailed`` with the Python cause (both after cancelling the other
+        batches)."""
+        from kipcheck.campaign.shard import crash_of
         if self._stopped:
             raise RuntimeError("this SparkShardExecutor has been stopped")
         if fn is None:
@@ -217,7 +284,7 @@ class SparkShardExecutor:
             try:
                 self.sc.setJobGroup(group, f"kipcheck shard batch {i}", interruptOnCancel=True)
                 done.put((i, self.sc.runJob(rdd, func, [i])))
-            except BaseException as e:          # noqa: BLE001 - handed to the consumer
+            except BaseException as e:          # handed to the consumer, which re-raises
                 done.put((i, e))
 
         pool = ThreadPoolExecutor(max_workers=min(n_parts, self.slots),
@@ -231,11 +298,16 @@ class SparkShardExecutor:
                 received += 1
                 if isinstance(out, BaseException):
                     raise ShardBatchFailed(
-                        f"shard batch {i} (tasks {_slice_of(len(tasks), n_parts, i)}) failed "
-                        f"on every attempt: {_short(out)}") from out
+                        f"shard batch {i} ({_batch_of(tasks, n_parts, i)}) failed on every "
+                        f"attempt: {python_cause(out)}") from out
                 if out is None:
                     continue
-                yield from out
+                for record in out:
+                    crash = crash_of(record)
+                    if crash is not None:
+                        raise ShardFailed(crash.get("index"), crash.get("type"),
+                                          crash.get("description"))
+                    yield record
         finally:
             if received < n_parts:
                 stop.set()
@@ -256,14 +328,16 @@ class SparkShardExecutor:
         self.stop()
 
 
-def _slice_of(n: int, parts: int, i: int) -> str:
-    """The task positions SparkContext.parallelize puts in partition ``i`` (as a range)."""
-    return f"{i * n // parts}..{(i + 1) * n // parts - 1}"
-
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0][:300] if text else type(e).__name__
+def _batch_of(tasks: list, parts: int, i: int) -> str:
+    """The tasks SparkContext.parallelize puts in partition ``i``: their keys (shards), else
+    the range of their indices."""
+    n = len(tasks)
+    batch = tasks[i * n // parts:(i + 1) * n // parts]
+    keys = [getattr(t, "key", None) for t in batch]
+    if batch and all(keys):
+        return "shards " + ", ".join(keys)
+    ids = [getattr(t, "index", None) for t in batch]
+    return f"tasks {ids[0]}..{ids[-1]}" if batch else "no tasks"
 
 
 # ---- distributed exhaustive exploration -------------------------------------------------------
@@ -411,7 +485,7 @@ def _run_quiet_daemon() -> None:
 
     Spark reaps a Python worker that has been idle for a minute by closing its socket; the
     worker then fails to flush and PySpark's daemon prints a ``BrokenPipeError`` traceback to
-    the job's stderr (reproduced with a session left idle for 75 s; spark-notes P5 saw it at
+    the job's stderr (reproduced with a session left idle for 75 s; Spark pitfall P5 saw it at
     ``stop()`` too).  Such a worker
     is ending anyway: here it ends quietly (code 1, as the daemon does for a worker that fails).
     A task whose worker dies mid-task is unaffected: the JVM sees the closed connection and

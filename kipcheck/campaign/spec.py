@@ -37,7 +37,10 @@ implementation implements).
 
 ``load_spec`` validates everything up front: an unknown key, configuration, variant or engine
 (the valid names are listed), a non-positive budget, a missing seed -- each is a ``SpecError``
-whose one-line message names the file and the key.
+whose one-line message names the file and the key.  So is a file that is no spec at all: not
+UTF-8 (binary, UTF-16), over 1 MiB (``MAX_SPEC_BYTES``; a spec is a few dozen lines), or nested
+deeper than a spec ever is (``MAX_NESTING``; TOML's parser would otherwise recurse thousands of
+levels and fail with RecursionError).  Values quoted in messages are cut short.
 """
 from __future__ import annotations
 
@@ -64,6 +67,8 @@ TEST_ENGINE_ENV = "KIPCHECK_CAMPAIGN_TEST_ENGINES"
 process id and the clock into the seed) for testing the determinism check; it is a valid
 engine name only while this environment variable is "1"."""
 
+MAX_SPEC_BYTES = 1 << 20
+MAX_NESTING = 8                         # a spec nests two levels ([budget], its values)
 CROSS = ("matching", "all")
 COVERAGE = ("auto", "always", "never")
 SEED_LIMIT = 2 ** 64
@@ -136,7 +141,7 @@ class CampaignSpec:
         """Advice that does not stop the campaign (printed by the CLI)."""
         out = []
         # about 3 k model steps/s for the stateful engine on this kind of machine
-        # (docs/stateful.md); Spark pays 14-26 ms per task (spark-notes P7)
+        # (docs/stateful.md); Spark pays 14-26 ms per task (Spark pitfall P7)
         if "stateful" in self.engines and self.budget.rule_calls < 3000:
             out.append(f"budget: {self.budget.rule_calls:,} rule calls per stateful shard is "
                        f"under a second of work; Spark pays 14-26 ms per task, so keep shards "
@@ -190,17 +195,74 @@ def load_spec(path) -> CampaignSpec:
     if tomllib is None:                 # pragma: no cover
         raise SpecError(f"{path}: reading TOML needs Python 3.11 or newer")
     try:
-        text = path.read_bytes()
+        with open(path, "rb") as f:     # at most one byte past the cap: /dev/zero ends too
+            raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as e:
         raise SpecError(f"{path}: cannot read the campaign spec: "
                         f"{e.strerror or e}") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: over {MAX_SPEC_BYTES >> 20} MiB: not a campaign spec (a spec "
+                        f"is a few dozen lines of TOML)")
+    text = _decode(path, raw)
     try:
-        data = tomllib.loads(text.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not UTF-8 text") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{path}: not valid TOML: {e}") from None
+        raise SpecError(f"{path}: not valid TOML: {_show(str(e), 200, quote=False)}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: arrays or tables nested thousands of levels deep (a "
+                        f"campaign spec nests two)") from None
+    if _depth(data) > MAX_NESTING:
+        raise SpecError(f"{path}: arrays or tables nested more than {MAX_NESTING} levels deep "
+                        f"(a campaign spec nests two)")
     return spec_from_dict(data, source=str(path))
+
+
+def _decode(path, raw: bytes) -> str:
+    """The spec's text: UTF-8, as TOML requires (a UTF-8 byte-order mark is dropped)."""
+    import codecs
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise SpecError(f"{path}: UTF-32 text; TOML is UTF-8: save the spec as UTF-8")
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise SpecError(f"{path}: UTF-16 text; TOML is UTF-8: save the spec as UTF-8")
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset "
+                        f"{e.start}); a campaign spec is TOML, which is UTF-8") from None
+
+
+def _depth(value) -> int:
+    """How deeply lists and tables nest in ``value`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        elif not isinstance(v, list):
+            continue
+        deepest = max(deepest, d + 1)
+        if deepest > MAX_NESTING:
+            return deepest
+        stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def _show(value, limit: int = 60, *, quote: bool = True) -> str:
+    """A value for an error message: its repr (or text), on one line, cut at ``limit``."""
+    try:
+        text = repr(value) if quote else str(value)
+    except RecursionError:                      # pragma: no cover - _depth refuses these
+        text = f"<a nested {type(value).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _key(name) -> str:
+    """A key of the user's file for an error message (quoted when it is not a plain name)."""
+    return name if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", name) \
+        else _show(name, 40)
 
 
 def spec_from_dict(data: dict, source: str = "<spec>") -> CampaignSpec:
@@ -213,22 +275,22 @@ def spec_from_dict(data: dict, source: str = "<spec>") -> CampaignSpec:
 
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
-        fail(unknown[0], f"unknown key; keys: {', '.join(sorted(_TOP_KEYS))}")
+        fail(_key(unknown[0]), f"unknown key; keys: {', '.join(sorted(_TOP_KEYS))}")
 
     if "seed" not in data:
         fail("seed", "missing: a campaign needs a seed (a whole number from 0 to 2**64 - 1); "
                      "every shard seed derives from it")
     seed = data["seed"]
     if not _is_int(seed) or not 0 <= seed < SEED_LIMIT:
-        fail("seed", f"must be a whole number from 0 to 2**64 - 1, got {seed!r}")
+        fail("seed", f"must be a whole number from 0 to 2**64 - 1, got {_show(seed)}")
 
     name = data.get("name", Path(source).stem if source != "<spec>" else "campaign")
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        fail("name", f"must be a name of letters, digits, '.', '_' and '-', got {name!r}")
+        fail("name", f"must be a name of letters, digits, '.', '_' and '-', got {_show(name)}")
 
     output = data.get("output", f"campaign-out/{name}")
-    if not isinstance(output, str) or not output.strip():
-        fail("output", f"must be a directory path, got {output!r}")
+    if not isinstance(output, str) or not output.strip() or "\0" in output:
+        fail("output", f"must be a directory path, got {_show(output)}")
 
     configs = _names(data, "configurations", fail, keywords={
         "tiny": TINY, "small": SMALL, "all": tuple(CONFIGS)}, valid=tuple(CONFIGS),
@@ -251,38 +313,38 @@ def spec_from_dict(data: dict, source: str = "<spec>") -> CampaignSpec:
                             "properties.conformance with run_conformance(config, seed, "
                             "steps)); engines: " + ", ".join(ok))
         if e not in ok:
-            fail("engines", f"unknown engine {e!r}; engines: {', '.join(ok)}")
+            fail("engines", f"unknown engine {_show(e)}; engines: {', '.join(ok)}")
     if len(set(engines)) != len(engines):
         fail("engines", "an engine is listed twice")
 
     shards = data.get("shards", 1)
     if not _is_int(shards) or shards < 1:
-        fail("shards", f"must be a positive whole number, got {shards!r}")
+        fail("shards", f"must be a positive whole number, got {_show(shards)}")
     det = data.get("determinism_check", 2)
     if not _is_int(det) or det < 0:
-        fail("determinism_check", f"must be a whole number >= 0 (0: off), got {det!r}")
+        fail("determinism_check", f"must be a whole number >= 0 (0: off), got {_show(det)}")
     cross = data.get("cross", "matching")
     if cross not in CROSS:
-        fail("cross", f"must be one of {', '.join(CROSS)}, got {cross!r}")
+        fail("cross", f"must be one of {', '.join(CROSS)}, got {_show(cross)}")
     coverage = data.get("coverage", "auto")
     if coverage not in COVERAGE:
-        fail("coverage", f"must be one of {', '.join(COVERAGE)}, got {coverage!r}")
+        fail("coverage", f"must be one of {', '.join(COVERAGE)}, got {_show(coverage)}")
 
     raw_budget = data.get("budget", {})
     if not isinstance(raw_budget, dict):
         fail("budget", "must be a table ([budget])")
     bad = sorted(set(raw_budget) - _INT_BUDGET - _FLOAT_BUDGET)
     if bad:
-        fail(f"budget.{bad[0]}", f"unknown key; keys: "
+        fail(f"budget.{_key(bad[0])}", f"unknown key; keys: "
                                  f"{', '.join(f.name for f in fields(Budget))}")
     values = {}
     for key, value in raw_budget.items():
         if key in _INT_BUDGET:
             if not _is_int(value) or value <= 0:
-                fail(f"budget.{key}", f"must be a positive whole number, got {value!r}")
+                fail(f"budget.{key}", f"must be a positive whole number, got {_show(value)}")
         elif not (_is_int(value) or isinstance(value, float)) or not value > 0 \
                 or value != value or value == float("inf"):
-            fail(f"budget.{key}", f"must be a positive number of seconds, got {value!r}")
+            fail(f"budget.{key}", f"must be a positive number of seconds, got {_show(value)}")
         values[key] = value
     budget = Budget(**values)
 
@@ -319,7 +381,7 @@ def _names(data, key, fail, *, keywords, valid, what) -> tuple:
         expanded = keywords.get(item, (item,))
         for n in expanded:
             if n not in valid:
-                fail(key, f"unknown {what} {n!r}; {what}s: {', '.join(valid)} "
+                fail(key, f"unknown {what} {_show(n)}; {what}s: {', '.join(valid)} "
                           f"(or {', '.join(keywords)})")
             if n not in out:
                 out.append(n)

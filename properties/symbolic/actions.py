@@ -15,7 +15,8 @@ Rule IDs are the model's; read this file beside ``model/actions.py``.  The cross
 from __future__ import annotations
 
 from model import kafka
-from model.config import BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, ZK, Design, ModelConfig
+from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, ZK, Design,
+                          ModelConfig)
 from model.actions import principal_index, target_listener
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
@@ -265,8 +266,9 @@ def _receive_envelope(S: Sym, cfg: ModelConfig, d: Design, r: int, req, version,
                       sender_principal, reply: dict) -> Sym:
     """The receiving side of an EnvelopeRequest, checks in Kafka's order (F-22..F-30)."""
     n_clients = len(cfg.clients)
-    inner_principal = _table(req, [principal_index(cfg, c.claimed_principal if c.kind == FORGED_ENVELOPE
-                                                   else c.principal) for c in cfg.clients])
+    inner_principal = _table(req, [principal_index(cfg, c.claimed_principal
+                                                   if c.kind == FORGED_ENVELOPE else c.principal)
+                                   for c in cfg.clients])
     sender_ca = _allows(cfg, sender_principal, kafka.CLUSTER_ACTION)
     plst = cfg.privileged_listener(r)
     privileged = FALSE if plst is None else Eq(listener, cfg.listener_index(plst.name))
@@ -530,7 +532,8 @@ def _response_matches(S: Sym, m: dict, n: int):
     """model: _response_matches, for the message's destination ``n``."""
     inflight = S.node(n, "ch.inflight.present")
     base = And(S.node(n, "alive"), inflight, Eq(S.node(n, "ch.cached"), m["src"]))
-    env = And(Eq(S.node(n, "ch.inflight.kind"), FORWARD), Eq(S.node(n, "ch.inflight.key"), m["key"]))
+    env = And(Eq(S.node(n, "ch.inflight.kind"), FORWARD),
+              Eq(S.node(n, "ch.inflight.key"), m["key"]))
     reg = And(Eq(S.node(n, "ch.inflight.kind"), REGISTRATION),
               Eq(S.node(n, "ch.inflight.key"), m["b"]), Eq(m["b"], S.node(n, "incarnation")))
     return And(base, If(Eq(m["kind"], ENVELOPE_RESPONSE), env, reg))
@@ -833,7 +836,8 @@ def node_crashes(S: Sym, cfg: ModelConfig, d: Design, n: int):
     S2 = _reset_node(S, cfg, n, **keep)
     S2 = S2.set({"crashes_left": S["crashes_left"] - 1})
     S2 = S2.net_remove_where(lambda m: Or(Eq(m["dst"], n), And(
-        Eq(m["src"], n), Or(Eq(m["kind"], ENVELOPE_RESPONSE), Eq(m["kind"], REGISTRATION_RESPONSE)))))
+        Eq(m["src"], n),
+        Or(Eq(m["kind"], ENVELOPE_RESPONSE), Eq(m["kind"], REGISTRATION_RESPONSE)))))
     S2 = _forget_replies(S2, n)         # its connections close with it
     for p in range(len(cfg.nodes)):
         if p == n:

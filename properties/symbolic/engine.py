@@ -207,7 +207,7 @@ def _step_by_instance(enc: Encoding, builders, timeout_s):
         # kraft-listeners)
         solver.push()
         solver.add(en)
-        for name, f in after:
+        for _name, f in after:
             solver.push()
             solver.add(z3.Not(f))
             r = solver.check()

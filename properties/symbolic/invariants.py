@@ -5,16 +5,16 @@ makes a proof fail, never succeed.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 import z3
 
 from model import kafka
 from model.config import CONTROLLER, KRAFT, ZK, ModelConfig
-from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME,
-                         REGISTER_CONTROLLER,
-                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE,
-                         REPLY_REGISTRATION)
+from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_RECORD, NO_NODE,
+                         NO_TIME, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION)
 from properties.symbolic.actions import _item_timeout
 from properties.symbolic.props import _latest_registration
 from properties.symbolic.state import And, Sym, _cap_of
@@ -31,7 +31,8 @@ def _seq_lengths(S: Sym, cfg, d):
     parts = []
     for prefix in S.lay.seq_prefixes:
         if prefix + ".len" in S.lay.sorts:
-            parts.append(z3.And(S[prefix + ".len"] >= 0, S[prefix + ".len"] <= _cap_of(S.lay, prefix)))
+            parts.append(z3.And(S[prefix + ".len"] >= 0,
+                                S[prefix + ".len"] <= _cap_of(S.lay, prefix)))
     return And(*parts)
 
 
@@ -364,7 +365,7 @@ def _success_response_noticed(S: Sym, cfg, d):
 def _registration_work_pending(S: Sym, cfg, d):
     parts = []
     for c in _registration_controllers(S, cfg):
-        node = lambda f: S.node(c, f)  # noqa: E731
+        node = lambda f, c=c: S.node(c, f)  # noqa: E731
         parts.append(z3.Implies(
             z3.And(node("alive"), z3.Not(_registration_record_current(S, c)),
                    node("replayed") >= 1, _registrations_replayed(S, c)),

@@ -31,7 +31,9 @@ class Instance:
     fault: bool         # a fault action (model.next.FAULT_ACTIONS)
 
     def __str__(self):
-        return self.action if self.arg is None else f"{self.action}[{'slot ' if self.kind == MSG_ARG else ''}{self.arg}]"
+        if self.arg is None:
+            return self.action
+        return f"{self.action}[{'slot ' if self.kind == MSG_ARG else ''}{self.arg}]"
 
 
 class Encoding:

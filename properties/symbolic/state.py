@@ -78,7 +78,7 @@ class Capacity:
     responses: int      # responses one client receives (L1 says one; variants may give two)
 
     @staticmethod
-    def for_config(cfg: ModelConfig) -> "Capacity":
+    def for_config(cfg: ModelConfig) -> Capacity:
         n_clients = len(cfg.clients)
         n_ctrl = len(cfg.controllers()) if cfg.mode == KRAFT else 0
         initial_log = (1 + len(cfg.initially_registered)) if cfg.mode == KRAFT else 0
@@ -180,7 +180,7 @@ class Layout:
                 var(f"{prefix}.{k}.{f}", s)
 
     # -- symbolic and concrete states ----------------------------------------------------
-    def fresh(self, tag) -> "Sym":
+    def fresh(self, tag) -> Sym:
         """One Z3 variable per component, named ``key@tag``."""
         v = {}
         for k, s in self.sorts.items():
@@ -189,7 +189,7 @@ class Layout:
             v[k] = _val(val)
         return Sym(self, v)
 
-    def concrete(self, state: State) -> "Sym":
+    def concrete(self, state: State) -> Sym:
         return Sym(self, {k: _val(x) for k, x in self.values(state).items()})
 
     def values(self, state: State) -> dict:
@@ -315,7 +315,7 @@ class Layout:
                      network=network, zk=zk, quorum=quorum,
                      **{b: val(b) for b in BUDGETS})
 
-    def decode_model(self, model: z3.ModelRef, s: "Sym") -> State:
+    def decode_model(self, model: z3.ModelRef, s: Sym) -> State:
         """The model state of ``s`` under a Z3 model (a counterexample's state)."""
         def val(key):
             x = model.eval(s[key], model_completion=True)
@@ -482,7 +482,7 @@ class Sym:
     def __getitem__(self, key):
         return self.v[key]
 
-    def set(self, updates: dict) -> "Sym":
+    def set(self, updates: dict) -> Sym:
         v = dict(self.v)
         for k, x in updates.items():
             if k not in self.lay.sorts:
@@ -497,7 +497,7 @@ class Sym:
             v[k] = _val(x) if isinstance(x, (bool, int)) else x
         return Sym(self.lay, v, self.fits)
 
-    def requiring(self, cond) -> "Sym":
+    def requiring(self, cond) -> Sym:
         return Sym(self.lay, self.v, And(self.fits, cond))
 
     # -- node and client fields with a symbolic index ------------------------------------
@@ -525,7 +525,7 @@ class Sym:
             out = If(c == j, self.v[f"c{j}.{field}"], out)
         return out
 
-    def set_node(self, i, **fields) -> "Sym":
+    def set_node(self, i, **fields) -> Sym:
         if isinstance(i, (int, z3.IntNumRef)):
             i = i if isinstance(i, int) else i.as_long()
             return self.set({f"n{i}.{f}": x for f, x in fields.items()})
@@ -549,7 +549,7 @@ class Sym:
             out = If(idx == k, self.v[f"{prefix}.{k}.{field}"], out)
         return out
 
-    def seq_append(self, prefix, fields: dict, when=True) -> "Sym":
+    def seq_append(self, prefix, fields: dict, when=True) -> Sym:
         """Append a record (if ``when``); a full sequence makes the step not fit."""
         cap = _cap_of(self.lay, prefix)
         n = self.v[prefix + ".len"]
@@ -562,7 +562,7 @@ class Sym:
         out = self.set(upd)
         return out.requiring(Or(Not(when), n < cap))
 
-    def seq_pop_front(self, prefix) -> "Sym":
+    def seq_pop_front(self, prefix) -> Sym:
         """Drop the first record (the caller knows the sequence is not empty)."""
         cap = _cap_of(self.lay, prefix)
         fields = _fields_of(self.lay, prefix)
@@ -574,7 +574,7 @@ class Sym:
                 upd[f"{prefix}.{k}.{f}"] = nxt
         return self.set(upd)
 
-    def seq_push_front(self, prefix, fields: dict, when=True) -> "Sym":
+    def seq_push_front(self, prefix, fields: dict, when=True) -> Sym:
         """Put a record at the front (if ``when``); a full sequence makes the step not fit."""
         cap = _cap_of(self.lay, prefix)
         n = self.v[prefix + ".len"]
@@ -586,7 +586,7 @@ class Sym:
                               self.v[key])
         return self.set(upd).requiring(Or(Not(when), n < cap))
 
-    def seq_clear(self, prefix) -> "Sym":
+    def seq_clear(self, prefix) -> Sym:
         return self.set({prefix + ".len": 0})
 
     def seq_items(self, prefix):
@@ -604,7 +604,7 @@ class Sym:
                         *(Eq(self.v[f"net.{j}.{f}"], m[f]) for f, _ in MSG_FIELDS))
                     for j in range(self.lay.cap.network)))
 
-    def net_add(self, m: dict, when=True) -> "Sym":
+    def net_add(self, m: dict, when=True) -> Sym:
         """``network | {m}`` (if ``when``): unchanged if present, else the first free slot;
         no free slot makes the step not fit."""
         present = self.net_has(m)
@@ -620,11 +620,11 @@ class Sym:
             taken = Or(taken, free)
         return self.set(upd).requiring(Or(Not(add), taken))
 
-    def net_remove_slot(self, j, when=True) -> "Sym":
+    def net_remove_slot(self, j, when=True) -> Sym:
         key = f"net.{j}.present"
         return self.set({key: And(Not(when), self.v[key])})
 
-    def net_remove_where(self, pred) -> "Sym":
+    def net_remove_where(self, pred) -> Sym:
         """``network - {m for m in network if pred(m)}``; ``pred(msg dict) -> Bool``."""
         upd = {}
         for j in range(self.lay.cap.network):
