@@ -18,7 +18,9 @@ of that thread is a method the caller drives with the simulated clock ``now_ms``
   ``min(controller.socket.timeout.ms, retryTimeoutMs)`` is a disconnect (F-21.3); a queued item
   with ``now - created >= retryTimeoutMs`` is dropped and its ``on_timeout`` runs;
 - ``on_response`` (``handleResponse``, F-21): NOT_CONTROLLER anywhere in ``errorCounts`` forgets
-  the controller and re-queues the item AT THE FRONT; otherwise the callback completes;
+  the controller and re-queues the item AT THE FRONT; otherwise the callback completes.  A
+  response that does not parse (truncated, garbage, another correlation id) is not retried at
+  all: it ends the process (``FatalExitError``, see ``on_response``);
 - ``on_disconnect`` (F-21.3) and ``on_authentication_failure`` (F-21.1);
 - ``poll`` = one turn of ``doWork`` (discover, expire, send) for a free-running simulator, and
   ``next_deadline_ms`` = when that thread would wake up next.
@@ -35,7 +37,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import NoReturn
+from collections.abc import Callable, Iterable, Mapping
 
 from impl.context import ChannelRequest, ControllerInfo, OutboundRequest
 from impl.protocol import (API_KEYS, ProtocolError, encode_request, encode_response, get_schema,
@@ -63,6 +66,10 @@ CONTROLLER_SOCKET_TIMEOUT_MS = 30_000          # controller.socket.timeout.ms de
 RECONNECT_BACKOFF_MS = 50                      # NodeToControllerChannelManager L184-185
 NO_CONTROLLER_BACKOFF_MS = 100                 # doWork: super.pollOnce(100), L393
 
+# SaslClientAuthenticator.MIN_RESERVED_CORRELATION_ID = Integer.MAX_VALUE - 7
+_MIN_RESERVED_CORRELATION_ID = 2 ** 31 - 1 - 7
+_INT_MIN = -2 ** 31
+
 CLIENT_SOFTWARE_NAME = "apache-kafka-java"
 CLIENT_SOFTWARE_VERSION = "4.0.0-SNAPSHOT"
 
@@ -71,6 +78,23 @@ ApiRanges = Mapping[int, "tuple[int, int]"]
 
 class IllegalStateError(RuntimeError):
     """Kafka's ``IllegalStateException``."""
+
+
+class FatalExitError(RuntimeError):
+    """Kafka's ``FatalExitError``: the request thread hit an exception nobody handles and the
+    process exits with ``status_code`` (1).
+
+    ``InterBrokerSendThread.pollOnce`` catches every ``Throwable`` that escapes
+    ``NetworkClient.poll`` / ``send`` (other than ``FatalExitError`` and a shutdown's
+    ``DisconnectException`` / ``InterruptedException``), logs "unhandled exception caught in
+    InterBrokerSendThread" and throws ``new FatalExitError()``; ``ShutdownableThread.run``
+    catches it and calls ``Exit.exit(1)`` (apache/kafka 3.7-3.9 and trunk; 2.8-3.6 had the
+    same code in ``InterBrokerSendThread.scala``).  The channel raises it and is dead from then
+    on (``exit_status``); what the process does next -- it stops -- is the caller's business."""
+
+    def __init__(self, message: str, status_code: int = 1) -> None:
+        super().__init__(f"unhandled exception caught in InterBrokerSendThread: {message}")
+        self.status_code = status_code
 
 
 def own_api_ranges(keys: Iterable[int] | None = None) -> dict[int, tuple[int, int]]:
@@ -158,7 +182,11 @@ class ControllerChannel:
         self._cached: ControllerInfo | None = None
         # NetworkClient's ApiVersions: per node, kept while the connection is up.
         self._node_versions: dict[int, dict[int, tuple[int, int]]] = {}
-        self._handshake_version = self._local.get(API_VERSIONS, (0, 0))[1]
+        # The ApiVersionsRequest version of the current connection's handshake, per node: absent
+        # = the latest this node knows (a new connection's ``ApiVersionsRequest.Builder()``);
+        # set by a KIP-511 UNSUPPORTED_VERSION answer, gone with the connection.
+        self._handshake_retry: dict[int, int] = {}
+        self.exit_status: int | None = None        # FatalExitError's status: the thread died
         self._last_disconnect_ms: dict[int, int] = {}
         self._no_controller_since: int | None = None
         self._next_correlation_id = 0
@@ -209,15 +237,16 @@ class ControllerChannel:
         self._tick(now_ms)
         request.created_ms = now_ms
         self._queue.append(request)
-        # requestThread.wakeup(): a thread sleeping in its 100 ms backoff runs again now.
-        self._no_controller_since = None
+        # NodeToControllerRequestThread.enqueue (core/.../NodeToControllerChannelManager.scala at
+        # apache/kafka 1eb7644) calls wakeup() only when an active controller is known; a thread
+        # in its 100 ms no-controller backoff (F-20) sleeps it out, new request or not.
 
     def discover_controller(self, now_ms: int) -> ControllerInfo | None:
         """F-20: with no cached controller, ask the provider (F-15) and cache its answer.
         Returns the newly cached controller, or None (cached already, or none known: the thread
         then backs off 100 ms)."""
         self._tick(now_ms)
-        if self._cached is not None:
+        if self._cached is not None or self.exit_status is not None:
             return None
         info = self._provider()
         if info is None:
@@ -236,6 +265,8 @@ class ControllerChannel:
         back at the front.  Then every queued item with ``now - created >= retry_timeout_ms`` is
         removed and its ``on_timeout`` runs (``generateRequests``).  Returns those items."""
         self._tick(now_ms)
+        if self.exit_status is not None:
+            return []
         flight = self._inflight
         if flight is not None and now_ms - flight.sent_ms > self.request_timeout_ms:
             self._disconnect(now_ms)
@@ -252,10 +283,15 @@ class ControllerChannel:
         Not before ``expire`` has removed expired items (``generateRequests`` never sends one).
         A new connection first sends ApiVersionsRequest; the item waits in the queue until the
         controller's versions are known.  A request the controller cannot take at any common
-        version completes with a version mismatch (F-21.2) and nothing is sent."""
+        version completes with a version mismatch (F-21.2) and nothing is sent; so does one the
+        codec cannot write at the negotiated version (a non-default field the version lacks:
+        Kafka's ``UnsupportedVersionException`` from ``builder.build`` / ``toSend``, caught in
+        ``NetworkClient.doSend``).  Any other failure to build the request escapes ``doSend`` and
+        ends the process (``FatalExitError``)."""
         self._tick(now_ms)
         info = self._cached
-        if self._inflight is not None or info is None or not self._queue:
+        if self._inflight is not None or info is None or not self._queue \
+                or self.exit_status is not None:
             return None
         head = self._queue[0]
         if now_ms - head.created_ms >= self.retry_timeout_ms:
@@ -280,10 +316,13 @@ class ControllerChannel:
                   "CorrelationId": self._correlation_id(), "ClientId": self.client_id}
         try:
             payload = encode_request(header, head.build(version))
-        except ProtocolError:
-            # The request builder failed: the callback completes with the error.
-            head.on_response(UNKNOWN_SERVER_ERROR, None, now_ms)
-            return None
+        except ProtocolError as error:
+            if error.code == UNSUPPORTED_VERSION:
+                # NetworkClient.doSend: catch (UnsupportedVersionException) -> a ClientResponse
+                # with versionMismatch, handled as F-21.2.
+                head.on_response(UNSUPPORTED_VERSION, None, now_ms)
+                return None
+            self._exit(error)
         self._inflight = InFlight(head, header["CorrelationId"], header, now_ms, info)
         head.extra["sends"] = head.extra.get("sends", 0) + 1
         return OutboundRequest(info.node_id, info.listener_name, payload,
@@ -294,8 +333,16 @@ class ControllerChannel:
         flight (a stale response of a closed connection, dropped as the model drops it).
 
         F-21, in order: NOT_CONTROLLER in ``errorCounts`` -> disconnect, forget the controller,
-        re-queue at the front (4); otherwise the callback completes (5).  A response that cannot
-        be parsed breaks the connection (treated as 3)."""
+        re-queue at the front (4); otherwise the callback completes (5).
+
+        A response that cannot be parsed -- truncated, garbage, or a header whose correlation
+        id is not the request's -- is none of these: ``NetworkClient.handleCompletedReceives``
+        has already taken the request off the in-flight list (``completeNext``) when
+        ``parseResponse`` throws (``SchemaException``, ``CorrelationIdMismatchException``), the
+        exception escapes ``NetworkClient.poll``, and ``InterBrokerSendThread.pollOnce`` turns it
+        into ``FatalExitError``: the item is neither completed nor re-queued and the process
+        exits (raised here as ``FatalExitError``).  The same holds for the ApiVersions
+        handshake's response (after ``ApiVersionsResponse.parse``'s fallback to v0)."""
         self._tick(now_ms)
         flight = self._inflight
         if flight is None or flight.correlation_id != correlation_id:
@@ -305,9 +352,9 @@ class ControllerChannel:
             return True
         try:
             body = parse_response(response_bytes, flight.header)
-        except ProtocolError:
-            self._disconnect(now_ms)
-            return True
+        except ProtocolError as error:
+            self._inflight = None                   # inFlightRequests.completeNext
+            self._exit(error)
         if NOT_CONTROLLER in error_counts(body):                        # F-21.4
             self._disconnect(now_ms)
             return True
@@ -345,8 +392,10 @@ class ControllerChannel:
 
     def next_deadline_ms(self) -> int | None:
         """When the request thread has something to do next: now if it can send, the in-flight
-        request's network timeout, the head's retry deadline, the reconnect backoff, or the
-        100 ms no-controller backoff.  None when idle."""
+        request's network timeout, the earliest retry deadline in the queue, the reconnect
+        backoff, or the 100 ms no-controller backoff.  None when idle or dead."""
+        if self.exit_status is not None:
+            return None
         deadlines = []
         flight = self._inflight
         if flight is not None:
@@ -368,31 +417,45 @@ class ControllerChannel:
     def _tick(self, now_ms: int) -> None:
         self._now_ms = max(self._now_ms, now_ms)
 
+    def _exit(self, error: Exception) -> NoReturn:
+        """``InterBrokerSendThread.pollOnce``: an unhandled exception becomes ``FatalExitError``;
+        ``ShutdownableThread.run`` then calls ``Exit.exit(1)``."""
+        fatal = FatalExitError(str(error))
+        self.exit_status = fatal.status_code
+        raise fatal from error
+
     def _correlation_id(self) -> int:
+        """``NetworkClient.nextCorrelationId``: 0, 1, ...; the top eight ints are reserved for
+        SASL requests (``SaslClientAuthenticator.isReserved``: ``id >= Integer.MAX_VALUE - 7``),
+        so after ``Integer.MAX_VALUE - 8`` comes ``MAX_RESERVED_CORRELATION_ID + 1``, which
+        overflows to ``Integer.MIN_VALUE``, and the count goes on through the negatives."""
+        if self._next_correlation_id >= _MIN_RESERVED_CORRELATION_ID:
+            self._next_correlation_id = _INT_MIN
         cid = self._next_correlation_id
-        self._next_correlation_id = (cid + 1) & 0x7FFFFFFF
+        self._next_correlation_id = cid + 1
         return cid
 
     def _drop_connection(self, now_ms: int) -> None:
-        """``networkClient.disconnect`` + ``updateControllerAddress(null)``: the node's ApiVersions
-        go with the connection, and reconnecting waits ``reconnect.backoff.ms``."""
-        if self._inflight is not None:
-            node = self._inflight.destination.node_id
-        elif self._cached is not None:
-            node = self._cached.node_id
-        else:
-            node = None
-        if node is not None:
-            self._node_versions.pop(node, None)
-            self._last_disconnect_ms[node] = now_ms
+        """``networkClient.disconnect`` + ``updateControllerAddress(null)`` for the connection of
+        the request in flight (the only callers have one): the node's ApiVersions go with the
+        connection, and reconnecting waits ``reconnect.backoff.ms``."""
+        node = self._inflight.destination.node_id
+        self._node_versions.pop(node, None)
+        self._handshake_retry.pop(node, None)
+        self._last_disconnect_ms[node] = now_ms
         self._cached = None
 
     def _disconnect(self, now_ms: int) -> ChannelRequest | None:
         flight = self._inflight
         if flight is None:
-            # An idle connection closing forgets its ApiVersions, not the controller.
+            # An idle connection closing forgets its ApiVersions, not the controller; the next
+            # connection waits reconnect.backoff.ms all the same (NetworkClient
+            # .processDisconnection -> ClusterConnectionStates.disconnected).
             if self._cached is not None:
-                self._node_versions.pop(self._cached.node_id, None)
+                node = self._cached.node_id
+                self._node_versions.pop(node, None)
+                self._handshake_retry.pop(node, None)
+                self._last_disconnect_ms[node] = now_ms
             return None
         self._drop_connection(now_ms)
         self._inflight = None
@@ -403,7 +466,11 @@ class ControllerChannel:
         return flight.item
 
     def _send_api_versions(self, info: ControllerInfo, now_ms: int) -> OutboundRequest:
-        version = self._handshake_version
+        """``handleInitiateApiVersionRequests``: a new connection asks at the latest version this
+        node knows (``ApiVersionsRequest.Builder()``, put by ``handleConnections``), a KIP-511
+        retry at the version the controller named."""
+        version = self._handshake_retry.get(info.node_id,
+                                            self._local.get(API_VERSIONS, (0, 0))[1])
         header = {"RequestApiKey": API_VERSIONS, "RequestApiVersion": version,
                   "CorrelationId": self._correlation_id(), "ClientId": self.client_id}
         body = {"ClientSoftwareName": CLIENT_SOFTWARE_NAME,
@@ -414,30 +481,34 @@ class ControllerChannel:
                                header["CorrelationId"], API_VERSIONS, version)
 
     def _handle_api_versions(self, flight: InFlight, data: bytes, now_ms: int) -> None:
-        """``NetworkClient.handleApiVersionsResponse``.  An UNSUPPORTED_VERSION answer (KIP-511:
-        the server replies at v0 listing its ApiVersions range) retries at the highest version
-        the server named; any other failure closes the connection."""
+        """``NetworkClient.handleApiVersionsResponse`` (apache/kafka 3.7-3.9, trunk).
+
+        An error answer to a request of version > 0 that is UNSUPPORTED_VERSION (KIP-511: the
+        server replies at v0 with its own ApiVersions range) is retried on the same connection
+        at the ``MaxVersion`` the server lists for ApiVersions, or at v0 if it lists none
+        (``nodesNeedingApiVersionsFetch.put(node, new Builder(maxApiVersion))``).  Any other
+        error, or any error to a v0 request, closes the connection (``selector.close`` +
+        ``processDisconnection``).  A response that does not parse even as v0 ends the process,
+        as in ``on_response``."""
         node = flight.destination.node_id
         try:
             body = parse_api_versions_response(data, flight.header)
-        except ProtocolError:
-            self._disconnect(now_ms)
-            return
+        except ProtocolError as error:
+            self._inflight = None                   # inFlightRequests.completeNext
+            self._exit(error)
         ranges = {entry["ApiKey"]: (entry["MinVersion"], entry["MaxVersion"])
                   for entry in body["ApiKeys"]}
-        if body["ErrorCode"] == UNSUPPORTED_VERSION and API_VERSIONS in ranges:
-            retry = negotiate_version(API_VERSIONS, self._local.get(API_VERSIONS),
-                                      ranges[API_VERSIONS])
-            self._inflight = None
-            if retry is not None and retry != self._handshake_version:
-                self._handshake_version = retry
-                return                 # the next send repeats the handshake at that version
-            self._disconnect(now_ms)
-            return
         if body["ErrorCode"] != NONE:
-            self._disconnect(now_ms)
+            if flight.header["RequestApiVersion"] == 0 \
+                    or body["ErrorCode"] != UNSUPPORTED_VERSION:
+                self._disconnect(now_ms)
+                return
+            self._inflight = None
+            # the next send repeats the handshake at that version, on the same connection
+            self._handshake_retry[node] = ranges.get(API_VERSIONS, (0, 0))[1]
             return
         self._inflight = None
+        self._handshake_retry.pop(node, None)
         self._node_versions[node] = ranges
 
 
@@ -477,7 +548,8 @@ def api_versions_response(request_bytes: bytes, ranges: ApiRanges) -> bytes:
 
 
 __all__ = [
-    "ControllerChannel", "InFlight", "IllegalStateError", "api_versions_response",
+    "ControllerChannel", "FatalExitError", "InFlight", "IllegalStateError",
+    "api_versions_response",
     "error_counts", "negotiate_version", "own_api_ranges", "parse_api_versions_response",
     "KRAFT_FORWARDING_RETRY_TIMEOUT_MS", "ZK_FORWARDING_RETRY_TIMEOUT_MS",
     "REGISTRATION_RETRY_TIMEOUT_MS", "CONTROLLER_SOCKET_TIMEOUT_MS", "RECONNECT_BACKOFF_MS",

@@ -24,7 +24,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping
+from collections.abc import Mapping
 
 LISTENERS = "listeners"
 ADVERTISED_LISTENERS = "advertised.listeners"

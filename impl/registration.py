@@ -28,7 +28,8 @@ import base64
 import math
 import random
 import uuid
-from typing import Iterable, Mapping, Protocol
+from typing import Protocol
+from collections.abc import Iterable, Mapping
 
 from impl.config import Endpoint
 from impl.context import ChannelRequest
@@ -38,6 +39,8 @@ from impl.kraft import (LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VE
 CONTROLLER_REGISTRATION = 70
 REGISTRATION_RETRY_TIMEOUT_MS = 5000     # the "registration" channel's retryTimeoutMs (R-11, F-17)
 UNKNOWN_BODY = -1           # a response without a usable body: UNKNOWN_SERVER_ERROR's code
+
+_JAVA_BLANK = "".join(map(chr, range(33)))          # what String.trim() removes
 
 # Kafka's reserved Uuids (Uuid.RESERVED): ZERO_UUID and METADATA_TOPIC_ID (0, 1).
 _RESERVED_UUIDS = (uuid.UUID(int=0), uuid.UUID(int=1))
@@ -64,8 +67,11 @@ class ExponentialBackoff:
         term = initial * multiplier ** min(attempts, expMax)
         backoff = min(long(uniform[1 - jitter, 1 + jitter) * term), max)
 
-    ``expMax = log(max / max(initial, 1)) / log(multiplier)``, so the term reaches ``max``
-    exactly and the jitter never takes the result above ``max`` (R-7)."""
+    ``expMax = log(max / max(initial, 1)) / log(multiplier)`` when ``max > initial``, else 0
+    (then every attempt is ``initial`` -- or ``max`` if that is smaller -- without jitter); the
+    term reaches ``max`` and the jitter never takes the result above ``max`` (R-7).  Java
+    divides doubles: a multiplier of 1 makes ``expMax`` infinite (a constant ``initial``), not
+    an error."""
 
     def __init__(self, initial_interval: int, multiplier: int, max_interval: int,
                  jitter: float, rng: random.Random):
@@ -74,8 +80,14 @@ class ExponentialBackoff:
         self.max_interval = max_interval
         self.jitter = jitter
         self.rng = rng
-        self.exp_max = (math.log(max_interval / max(initial_interval, 1)) / math.log(multiplier)
-                        if max_interval > initial_interval else 0.0)
+        if max_interval > initial_interval:
+            log_ratio = math.log(max_interval / max(initial_interval, 1))     # >= 0 here
+            log_multiplier = math.log(multiplier)
+            # Java divides doubles: x / 0.0 is Infinity, 0.0 / 0.0 NaN (neither equals 0)
+            self.exp_max = (log_ratio / log_multiplier if log_multiplier != 0
+                            else math.inf if log_ratio > 0 else math.nan)
+        else:
+            self.exp_max = 0.0
 
     def backoff(self, attempts: int) -> int:
         if self.exp_max == 0:
@@ -85,8 +97,12 @@ class ExponentialBackoff:
         if self.jitter < 2.2250738585072014e-308:          # Double.MIN_NORMAL
             factor = 1.0
         else:
-            # ThreadLocalRandom.nextDouble(origin, bound) = origin + r * (bound - origin)
+            # ThreadLocalRandom.nextDouble(origin, bound) = origin + r * (bound - origin), after
+            # RandomSupport.checkRange: a jitter so small that 1 - jitter and 1 + jitter are both
+            # 1.0 is an IllegalArgumentException in Java, raised before any draw.
             origin, bound = 1 - self.jitter, 1 + self.jitter
+            if not (origin < bound and bound - origin < math.inf):
+                raise ValueError("bound must be greater than origin")
             factor = origin + self.rng.random() * (bound - origin)
             if factor >= bound:
                 factor = math.nextafter(bound, 0.0)
@@ -99,6 +115,23 @@ def registration_backoff(rng: random.Random) -> ExponentialBackoff:
     return ExponentialBackoff(100, 2, 120000, 0.02, rng)
 
 
+def _unserializable(port: int, host: str | None) -> str | None:
+    """``ListenerInfo.checkPortIsSerializable`` then ``checkHostIsSerializable`` (metadata
+    module, apache/kafka 3.7-3.9 and trunk): Kafka's message for an endpoint a registration
+    cannot carry, None if it can."""
+    if port == 0:
+        return "Cannot serialize ephemeral port 0 in ListenerInfo."
+    if port < 0:
+        return f"Cannot serialize negative port number {port} in ListenerInfo."
+    if port > 65535:
+        return f"Cannot serialize invalid port number {port} in ListenerInfo."
+    if host is None:
+        return "Cannot serialize null host in ListenerInfo."
+    if not host.strip(_JAVA_BLANK):
+        return "Cannot serialize empty host in ListenerInfo."
+    return None
+
+
 class ControllerChannel(Protocol):
     """The controller channel the manager sends through (``NodeToControllerChannelManager``)."""
 
@@ -108,11 +141,12 @@ class ControllerChannel(Protocol):
 def listener_info(endpoints: Iterable[Endpoint], local_host: str | None = None,
                   bound_ports: Mapping[str, int] | None = None) -> tuple[dict, ...]:
     """``ListenerInfo`` of the controller listeners (``effectiveAdvertisedControllerListeners``):
-    a wildcard (null) host becomes the local canonical host name and port 0 the bound port
-    (ControllerServer L167-171)."""
+    a wildcard host -- null or blank, ``withWildcardHostnamesResolved``; an explicit
+    ``0.0.0.0`` or ``::`` is kept as written -- becomes the local canonical host name, and port
+    0 the bound port (``withEphemeralPortsCorrected``; ControllerServer L167-171)."""
     out = []
     for e in endpoints:
-        host = e.host if e.host not in (None, "", "0.0.0.0", "::") else local_host
+        host = e.host if e.host is not None and e.host.strip(_JAVA_BLANK) else local_host
         port = e.port if e.port != 0 else (bound_ports or {}).get(e.listener_name, 0)
         out.append({"Name": e.listener_name, "Host": host, "Port": port,
                     "SecurityProtocol": SECURITY_PROTOCOL_IDS[e.security_protocol]})
@@ -229,15 +263,13 @@ class ControllerRegistrationManager:
                              for name, (lo, hi) in sorted(self.supported_features.items())]}
 
     def _send_controller_registration(self, now_ms: int) -> bool:
-        # R-5: ListenerInfo.toControllerRegistrationRequest refuses a null/blank host or a port
-        # outside 1..65535; the exception ends the event and nothing is sent.
+        # R-5: ListenerInfo.toControllerRegistrationRequest checks each listener in order, the
+        # port (checkPortIsSerializable) before the host (checkHostIsSerializable); the
+        # RuntimeException ends the event and nothing is sent.
         for listener in self.listeners:
-            host, port = listener.get("Host"), listener.get("Port")
-            if host is None or not str(host).strip():
-                self.last_error = f"Invalid null or empty host for listener {listener['Name']}"
-                return False
-            if not 1 <= port <= 65535:
-                self.last_error = f"Invalid port {port} for listener {listener['Name']}"
+            problem = _unserializable(listener.get("Port"), listener.get("Host"))
+            if problem is not None:
+                self.last_error = problem
                 return False
         data = self.request_data()
         incarnation = self.incarnation_id

@@ -8,7 +8,7 @@ import pytest
 
 from impl.config import (
     DEFAULT_PRINCIPAL_BUILDER, ConfigError, Endpoint, PropertiesError, config_prefix,
-    parse_properties, process_roles, validate,
+    load_properties, parse_properties, process_roles, validate,
 )
 
 ZK = {"zookeeper.connect": "zk1.example.com:2181"}
@@ -734,3 +734,91 @@ def test_L27_responses_list_nodes_with_the_request_listener(listener, controller
     name: each node's ``advertised_endpoint`` (None: left out)."""
     nodes = [validate(p) for p in (_B1, _B2, _C1)]
     assert [n.advertised_endpoint(listener, controller) for n in nodes] == expected
+
+
+# ------------------------------------------------------------------------------------------
+# Boundaries and branches no table above reaches
+
+
+@pytest.mark.parametrize("port, expected", [
+    ("1", 1), ("65535", 65535),                       # the usable range's ends
+    ("0", 0), ("65536", 65536), ("-1", -1), ("-0", 0),  # Integer.parseInt only: no range check
+    ("-2147483649", Err("L-5", "Error creating broker listeners from 'PLAINTEXT://:-2147483649': "
+                            'For input string: "-2147483649"')),
+])
+def test_L5_port_boundaries(port, expected):
+    """``SocketServerConfigs.listenerListToEndPoints``: ``Integer.parseInt(group(3))`` and
+    nothing else; a port outside 1..65535 fails later, when a registration serializes it
+    (ListenerInfo, R-5) or the socket binds -- not in the configuration."""
+    check({**ZK, "listeners": f"PLAINTEXT://:{port}"}, expected,
+          lambda cfg: cfg.listeners[0].port)
+
+
+@pytest.mark.parametrize("listeners, expected", [
+    ("PLAINTEXT://:1,SSL://:65535", None),
+    ("PLAINTEXT://:-1,SSL://:-1",                    # only port 0 is exempt, not negatives
+     Err("L-7", REQ + "Each listener must have a different port, listeners: "
+                   "PLAINTEXT://:-1,SSL://:-1")),
+    ("PLAINTEXT://:65536,SSL://:65536",
+     Err("L-7", REQ + "Each listener must have a different port, listeners: "
+                   "PLAINTEXT://:65536,SSL://:65536")),
+    ("PLAINTEXT://:0,SSL://:-0", None),              # "-0" is port 0 as well
+])
+def test_L7_duplicate_port_check_exempts_exactly_port_zero(listeners, expected):
+    assert outcome({**ZK, "listeners": listeners}) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", {}),
+    ("a=1\n   ", {"a": "1"}),                        # ends in blanks: no last line
+    ("a=1\n# tail", {"a": "1"}),                     # ends in a comment without a newline
+    ("# c\n  k=v", {"k": "v"}),                      # blanks after a comment line skipped
+    ("\\\n\n  k=v\n", {"k": "v"}),                   # "\" alone, then an empty line: blank
+    ("k=\\\n\nv", {"k": "", "v": ""}),                # a continuation onto an empty line ends
+    ("k=a\\\n\\\nb", {"k": "ab"}),                  # a line that is only a continuation
+    ("a=x\\\r\ny\n", {"a": "xy"}),                   # \r\n after the backslash: one break
+    ("k=v\\\r", {"k": "v"}),                         # a continuation at the end of input
+    ("k=v\\\n", {"k": "v"}),
+])
+def test_properties_end_of_input_and_empty_continuations(text, expected):
+    """``Properties.LineReader``: the edges the table above does not reach."""
+    assert parse_properties(text) == expected
+
+
+@pytest.mark.parametrize("text, line", [
+    ("\n\n  k=\\u12\n", 3),                          # blank lines before the logical line
+    ("# c\n\nk=\\u12", 3),
+    ("k=a\\\n  \\u12", 1),                           # a logical line counts from its start
+])
+def test_malformed_escape_reports_the_first_line_of_the_logical_line(text, line):
+    with pytest.raises(PropertiesError) as e:
+        parse_properties(text)
+    assert e.value.line == line
+
+
+def test_L19_control_plane_name_is_trimmed_before_the_comparison():
+    """ConfigDef trims STRING values; the raw value compared in L-19 is the trimmed one."""
+    props = {**_WITH_CONTROL, "control.plane.listener.name": " CONTROL "}
+    assert names(validate(props).data_plane_listeners) == ["CLIENT", "INTERNAL"]
+
+
+def test_load_properties_reads_bytes_as_iso_8859_1(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_bytes("listeners=PLAINTEXT://h\u00e9:9092\n".encode())
+    assert load_properties(path) == {"listeners": "PLAINTEXT://h\u00c3\u00a9:9092"}
+
+
+@pytest.mark.parametrize("props, description, bound", [
+    (ZK, "ZooKeeper-mode broker", ["PLAINTEXT"]),
+    (_WITH_CONTROL, "ZooKeeper-mode broker", ["CONTROL", "CLIENT", "INTERNAL"]),
+    ({**KRAFT_BROKER, "listeners": "PLAINTEXT://:9092"}, "KRaft broker", ["PLAINTEXT"]),
+    (KRAFT_CONTROLLER, "KRaft controller", ["CONTROLLER"]),
+    (COMBINED, "KRaft combined broker and controller", ["PLAINTEXT", "CONTROLLER"]),
+])
+def test_roles_and_the_listeners_a_node_binds(props, description, bound):
+    """SocketServer binds a broker's control plane then data plane, a controller's controller
+    listeners; the control-plane listener is bound once."""
+    cfg = validate(props)
+    assert cfg.description == description
+    assert cfg.is_controller == ("controller" in description)
+    assert names(cfg.bound_listeners) == bound

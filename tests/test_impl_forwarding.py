@@ -16,18 +16,19 @@ import pytest
 
 from impl.channel import (KRAFT_FORWARDING_RETRY_TIMEOUT_MS, NOT_CONTROLLER, REQUEST_TIMED_OUT,
                           UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION, ZK_FORWARDING_RETRY_TIMEOUT_MS,
-                          REGISTRATION_RETRY_TIMEOUT_MS, ControllerChannel, IllegalStateError,
-                          api_versions_response, error_counts, own_api_ranges)
+                          REGISTRATION_RETRY_TIMEOUT_MS, ControllerChannel, FatalExitError,
+                          IllegalStateError, api_versions_response, error_counts, own_api_ranges)
 from impl.context import ChannelRequest, ControllerInfo, RequestContext
 from impl.forwarding import (CLOSE, CLUSTER_ACTION, CLUSTER_RESOURCE, DISPATCH, ENVELOPE_ERROR,
-                             FORWARD, KRAFT_BROKER, KRAFT_CONTROLLER, LOCAL, NETWORK_EXCEPTION,
-                             ZK_BROKER, ApiVersion, EnvelopeReceiver, ForwardingManager,
-                             envelope_response, error_response_body, forwarding_decision,
-                             intersect, intersect_forwardable_apis, promotes_to_not_controller,
-                             wrap_inner_response)
-from impl.protocol import (KafkaPrincipal, build_envelope_request, decode, encode,
-                           encode_request, encode_response, get_schema, parse_request,
-                           parse_request_header, parse_response)
+                             ERRORS_MESSAGE, FORWARD, KRAFT_BROKER, KRAFT_CONTROLLER, LOCAL,
+                             NETWORK_EXCEPTION, ZK_BROKER, ApiVersion, EnvelopeReceiver,
+                             ForwardingManager, envelope_response, error_response_body,
+                             forwarding_decision, intersect, intersect_forwardable_apis,
+                             promotes_to_not_controller, wrap_inner_response)
+from impl.protocol import (API_KEYS, FORWARDABLE_API_KEYS, KafkaPrincipal, build_envelope_request,
+                           decode, encode, encode_request, encode_response, get_schema,
+                           parse_request, parse_request_header, parse_response)
+from impl.protocol import schema as schema_module
 
 CLUSTER_AUTHORIZATION_FAILED = 31
 INVALID_REQUEST = 42
@@ -73,12 +74,14 @@ def reencode_envelope(payload: bytes, **changes) -> bytes:
 
 @dataclass
 class Controller:
-    """A controller node: ApiVersions, the Envelope checks and a CreateTopics handler."""
+    """A controller node: ApiVersions, the Envelope checks and a CreateTopics handler, or
+    ``handler(decision)`` giving the inner response body of any API."""
     receiver: EnvelopeReceiver
     ranges: dict = field(default_factory=own_api_ranges)
     topic_error: int = 0                 # the inner CreateTopics error per topic
     throttle_ms: int = 0                 # the controller's quota throttle in the inner response
     handled: list = field(default_factory=list)
+    handler: object = None
 
     def answer(self, payload: bytes, ctx: RequestContext = ENVELOPE_CTX):
         """The bytes it sends back, or None if it closes the connection."""
@@ -90,6 +93,9 @@ class Controller:
             return None
         if decision.kind == ENVELOPE_ERROR:
             return decision.response
+        if self.handler is not None:
+            inner = self.handler(decision)
+            return wrap_inner_response(decision.envelope_header, decision.inner_header, inner)
         inner = {"ThrottleTimeMs": self.throttle_ms,
                  "Topics": [{"Name": t["Name"], "ErrorCode": self.topic_error,
                              "NumPartitions": t["NumPartitions"],
@@ -693,20 +699,22 @@ def test_f19_expired_head_is_never_sent_and_next_items_still_go():
     assert log == [("old", "timeout", 5000)] and [topic_of(o) for o in sent] == ["new"]
 
 
-def test_f20_no_controller_backs_off_100_ms_and_enqueue_wakes_the_thread():
+def test_f20_no_controller_backs_off_100_ms_and_enqueue_does_not_wake_the_thread():
+    """NodeToControllerRequestThread.enqueue wakes the thread only when a controller is known:
+    a request enqueued during the 100 ms no-controller backoff waits for its end."""
     log = []
     channel, state = ready_channel(answer=None)
     channel.enqueue(item("a", log), 0)
     assert channel.poll(0) == [] and channel.cached_controller is None
     assert channel.next_deadline_ms() == 100
-    channel.enqueue(item("b", log), 40)                       # wakeup()
-    assert channel.next_deadline_ms() == 40
-    channel.poll(40)
-    assert channel.next_deadline_ms() == 140
+    channel.enqueue(item("b", log), 40)                       # no wakeup(): no controller
+    assert channel.next_deadline_ms() == 100
+    channel.poll(100)
+    assert channel.next_deadline_ms() == 200
     state["answer"] = CONTROLLER
-    assert channel.discover_controller(140) == CONTROLLER
-    assert channel.discover_controller(141) is None           # cached: the provider is not asked
-    assert [topic_of(o) for o in channel.poll(141)] == ["a"]
+    assert channel.discover_controller(200) == CONTROLLER
+    assert channel.discover_controller(201) is None           # cached: the provider is not asked
+    assert [topic_of(o) for o in channel.poll(201)] == ["a"]
 
 
 def test_network_timeout_is_min_of_socket_timeout_and_retry_timeout():
@@ -847,13 +855,16 @@ def test_envelope_only_errors_never_reach_the_client_under_corruption():
     whatever the controller makes of it, the client sees the controller's own response, an
     error the forwarder built (UNKNOWN_SERVER_ERROR, REQUEST_TIMED_OUT) or a closed connection
     -- never CLUSTER_AUTHORIZATION_FAILED, NOT_CONTROLLER, INVALID_REQUEST or
-    PRINCIPAL_DESERIALIZATION_FAILURE of the envelope."""
+    PRINCIPAL_DESERIALIZATION_FAILURE of the envelope.  Corrupting the Envelope's api key or
+    correlation id (header bytes 0-1, 4-7) can make the controller's answer unreadable as the
+    response the broker waits for: the broker's send thread then exits (``FatalExitError``),
+    and nothing reaches the client."""
     import random
     rng = random.Random(590)
     seen = set()
     for _ in range(150):
         broker = Broker(kraft_controller())
-        first = {"done": False}
+        first = {"done": False, "positions": set()}
 
         def tamper(payload, first=first):
             if first["done"]:
@@ -861,11 +872,19 @@ def test_envelope_only_errors_never_reach_the_client_under_corruption():
             first["done"] = True
             data = bytearray(payload)
             for _ in range(rng.randint(1, 3)):
-                data[rng.randrange(len(data))] = rng.randrange(256)
+                position = rng.randrange(len(data))
+                first["positions"].add(position)
+                data[position] = rng.randrange(256)
             return bytes(data)
         broker.tamper = tamper
         broker.forward()
-        broker.run()
+        try:
+            broker.run()
+        except FatalExitError:
+            assert first["positions"] & {0, 1, 4, 5, 6, 7}, first["positions"]
+            assert broker.outcomes == []
+            seen.add("exit")
+            continue
         outcome = one_outcome(broker)
         seen.add((outcome.close_connection, outcome.envelope_error, outcome.error_code))
         if outcome.close_connection:
@@ -878,3 +897,373 @@ def test_envelope_only_errors_never_reach_the_client_under_corruption():
                                               INVALID_REQUEST, PRINCIPAL_DESERIALIZATION_FAILURE)
     # The corruption reached several layers (success, envelope errors, closes).
     assert len(seen) >= 4, seen
+
+
+# ------------------------------------------------------------------------------------------
+# Every forwardable API (reference 1.2): Envelopes carrying AlterConfigs, DeleteTopics and
+# CreatePartitions, and the broker-built error response (getErrorResponse) of each API.
+
+TOPIC_ID = uuid.UUID(int=0x5EED)
+
+
+def sample_request(key: int, version: int) -> dict:
+    """A request body of ``key`` at ``version`` with several items where the API has items."""
+    if key == 19:
+        return {"Topics": [{"Name": n, "NumPartitions": 3, "ReplicationFactor": 1}
+                           for n in ("orders", "payments")], "timeoutMs": 30000}
+    if key == 20:
+        if version >= 6:
+            return {"Topics": [{"Name": "orders", "TopicId": uuid.UUID(int=0)},
+                               {"Name": None, "TopicId": TOPIC_ID}], "TimeoutMs": 30000}
+        return {"TopicNames": ["orders", "payments"], "TimeoutMs": 30000}
+    if key == 30:
+        return {"Creations": [{"ResourceType": 2, "ResourceName": n, "ResourcePatternType": 3,
+                               "Principal": "User:bob", "Host": "*", "Operation": 3,
+                               "PermissionType": 3} for n in ("orders", "payments", "audit")]}
+    if key == 31:
+        return {"Filters": [{"ResourceTypeFilter": 2, "ResourceNameFilter": n,
+                             "PatternTypeFilter": 3, "PrincipalFilter": None,
+                             "HostFilter": None, "Operation": 1, "PermissionType": 1}
+                            for n in ("orders", None)]}
+    if key in (33, 44):
+        config = {"Name": "retention.ms", "Value": "60000"}
+        if key == 44:
+            config["ConfigOperation"] = 0
+        return {"Resources": [{"ResourceType": 2, "ResourceName": "orders", "Configs": [config]},
+                              {"ResourceType": 4, "ResourceName": "1", "Configs": []}],
+                "ValidateOnly": False}
+    if key == 37:
+        return {"Topics": [{"Name": "orders", "Count": 6, "Assignments": None},
+                           {"Name": "payments", "Count": 4, "Assignments": [{"BrokerIds": [1]}]}],
+                "TimeoutMs": 30000, "ValidateOnly": False}
+    if key == 38:
+        body = {"Renewers": [{"PrincipalType": "User", "PrincipalName": "bob"}],
+                "MaxLifetimeMs": -1}
+        if version >= 3:
+            body.update(OwnerPrincipalType="User", OwnerPrincipalName="carol")
+        return body
+    if key == 39:
+        return {"Hmac": b"\x01\x02", "RenewPeriodMs": 1000}
+    if key == 40:
+        return {"Hmac": b"\x01\x02", "ExpiryTimePeriodMs": 1000}
+    if key == 43:
+        body = {"TopicPartitions": [{"Topic": "orders", "Partitions": [0, 1]},
+                                    {"Topic": "payments", "Partitions": [2]}], "TimeoutMs": 5000}
+        if version >= 1:
+            body["ElectionType"] = 1
+        return body
+    if key == 45:
+        return {"TimeoutMs": 5000, "Topics": [
+            {"Name": "orders", "Partitions": [{"PartitionIndex": 0, "Replicas": [1, 2]},
+                                              {"PartitionIndex": 1, "Replicas": None}]},
+            {"Name": "payments", "Partitions": [{"PartitionIndex": 4, "Replicas": [3]}]}]}
+    if key == 46:
+        return {"TimeoutMs": 5000, "Topics": [{"Name": "orders", "PartitionIndexes": [0, 1]}]}
+    if key == 49:
+        return {"Entries": [
+            {"Entity": [{"EntityType": "user", "EntityName": "alice"},
+                        {"EntityType": "client-id", "EntityName": None}],
+             "Ops": [{"Key": "producer_byte_rate", "Value": 1024.0, "Remove": False}]},
+            {"Entity": [{"EntityType": "user", "EntityName": None}], "Ops": []}],
+            "ValidateOnly": False}
+    if key == 51:
+        upsert = {"Mechanism": 1, "Iterations": 4096, "Salt": b"s", "SaltedPassword": b"p"}
+        return {"Deletions": [{"Name": "bob", "Mechanism": 2}],
+                "Upsertions": [{"Name": "carol", **upsert}, {"Name": "bob", **upsert}]}
+    if key == 55:
+        return {"Topics": [{"TopicName": "__cluster_metadata",
+                            "Partitions": [{"PartitionIndex": 0}]}]}
+    if key == 57:
+        update = {"Feature": "metadata.version", "MaxVersionLevel": 21}
+        if version == 0:
+            update["AllowDowngrade"] = False
+        else:
+            update["UpgradeType"] = 1
+        return {"timeoutMs": 5000, "FeatureUpdates": [update]}
+    if key == 64:
+        return {"BrokerId": 1}
+    if key == 67:
+        return {"BrokerId": 1, "BrokerEpoch": 10}
+    if key == 80:
+        return {"ClusterId": "cluster", "TimeoutMs": 5000, "VoterId": 3,
+                "VoterDirectoryId": TOPIC_ID,
+                "Listeners": [{"Name": "CONTROLLER", "Host": "c3", "Port": 9093}]}
+    if key == 81:
+        return {"ClusterId": "cluster", "VoterId": 3, "VoterDirectoryId": TOPIC_ID}
+    raise AssertionError(f"no sample request for api key {key}")
+
+
+def error_places(key: int, version: int, request: dict) -> list[tuple]:
+    """Where Kafka's ``getErrorResponse`` of each API puts the error code (read from its
+    request classes at the reference commit), as paths into the response."""
+    def per(items: str, name: str) -> list[tuple]:
+        return [(items, i, "ErrorCode") for i in range(len(request[name]))]
+    if key == 19:
+        return per("Topics", "Topics")
+    if key == 20:
+        return per("Responses", "Topics" if version >= 6 else "TopicNames")
+    if key == 30:
+        return per("Results", "Creations")
+    if key == 31:
+        return per("FilterResults", "Filters")
+    if key in (33, 44):
+        return per("Responses", "Resources")
+    if key == 37:
+        return per("Results", "Topics")
+    if key == 43:
+        places = [("ReplicaElectionResults", t, "PartitionResult", p, "ErrorCode")
+                  for t, topic in enumerate(request["TopicPartitions"])
+                  for p in range(len(topic["Partitions"]))]
+        return places + ([("ErrorCode",)] if version >= 1 else [])
+    if key == 45:
+        return [("ErrorCode",)] + [("Responses", t, "Partitions", p, "ErrorCode")
+                                   for t, topic in enumerate(request["Topics"])
+                                   for p in range(len(topic["Partitions"]))]
+    if key == 49:
+        return per("Entries", "Entries")
+    if key == 51:
+        return [("Results", 0, "ErrorCode"), ("Results", 1, "ErrorCode")]   # bob, carol
+    return [("ErrorCode",)]   # 38 39 40 46 55 57 64 67 80 81: top-level only
+
+
+# The message each API's getErrorResponse writes next to the code: ApiError.fromThrowable's
+# ("api"), Errors.forException(e).message() ("default"), or none (no ErrorMessage set).
+DEFAULT_MESSAGE_APIS = {49, 55, 80, 81}
+NO_MESSAGE_APIS = {20, 38, 39, 40, 64, 67}
+NO_THROTTLE_APIS = {44, 51, 55}     # getErrorResponse ignores throttleTimeMs
+
+FORWARDABLE_VERSIONS = [(key, version) for key in sorted(FORWARDABLE_API_KEYS)
+                        for version in range(API_KEYS[key].valid_versions.lowest,
+                                             API_KEYS[key].valid_versions.highest + 1)]
+
+
+def at(value, path):
+    for step in path:
+        value = value[step]
+    return value
+
+
+def field_at(struct, path: tuple):
+    """The schema field a response path leads to (indices skipped), None if there is none."""
+    names = [step for step in path if isinstance(step, str)]
+    for i, name in enumerate(names):
+        found = next((f for f in struct.fields if f.name == name), None)
+        if found is None or i == len(names) - 1:
+            return found
+        kind = found.type.element if found.type.kind == "array" else found.type
+        struct = kind.struct
+    return None
+
+
+def message_places(places: list[tuple]) -> list[tuple]:
+    return [place[:-1] + ("ErrorMessage",) for place in places]
+
+
+def test_every_forwardable_api_is_covered():
+    assert FORWARDABLE_API_KEYS == {19, 20, 30, 31, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 51,
+                                    55, 57, 64, 67, 80, 81}
+    assert {key for key, _ in FORWARDABLE_VERSIONS} == FORWARDABLE_API_KEYS
+
+
+@pytest.mark.parametrize("code", [UNKNOWN_SERVER_ERROR, REQUEST_TIMED_OUT])
+@pytest.mark.parametrize("key, version", FORWARDABLE_VERSIONS)
+def test_error_response_of_every_forwardable_api_carries_the_code_where_kafka_puts_it(
+        key, version, code):
+    request = sample_request(key, version)
+    header = {"RequestApiKey": key, "RequestApiVersion": version, "CorrelationId": 11,
+              "ClientId": "admin-1"}
+    parsed = parse_request(encode_request(header, request))          # a real client request
+    body = error_response_body(key, version, parsed.body, code, None, 250)
+    data = encode_response(key, version, 11, body)
+    decoded = parse_response(data, header)
+    places = error_places(key, version, request)
+    assert places, "every error response carries the code somewhere"
+    for place in places:
+        assert at(decoded, place) == code, place
+    # ... and nowhere else: every other ErrorCode of the response is NONE.
+    assert error_counts(decoded).get(code) == len(places)
+    assert set(error_counts(decoded)) <= {code, 0}
+    # The message Kafka writes next to each code, where the version has the field.
+    response = get_schema(f"{API_KEYS[key].message_name}Response")
+    for place in message_places(places):
+        message_field = field_at(response.struct, place)
+        if message_field is None or version not in message_field.versions:
+            continue
+        value = at(decoded, place)
+        if key in NO_MESSAGE_APIS:
+            assert value == message_field.default_value(), place
+        elif key in DEFAULT_MESSAGE_APIS:
+            assert value == ERRORS_MESSAGE[code] and value, place
+        else:
+            assert value is None, place        # ApiError.fromThrowable: no message given
+    # ThrottleTimeMs is set by getErrorResponse except for three APIs.
+    if "ThrottleTimeMs" in decoded:
+        throttle_in_version = parse_response(
+            encode_response(key, version, 11, {**body, "ThrottleTimeMs": 1}), header
+        )["ThrottleTimeMs"] == 1
+        wanted = 0 if key in NO_THROTTLE_APIS or not throttle_in_version else 250
+        assert decoded["ThrottleTimeMs"] == wanted
+
+
+def test_error_responses_echo_the_request_items_as_kafka_does():
+    deletes = error_response_body(20, 6, sample_request(20, 6), UNKNOWN_SERVER_ERROR)
+    assert [(r["Name"], r["TopicId"]) for r in deletes["Responses"]] == [
+        ("orders", uuid.UUID(int=0)), (None, TOPIC_ID)]
+    old_deletes = error_response_body(20, 5, sample_request(20, 5), UNKNOWN_SERVER_ERROR)
+    assert [r["Name"] for r in old_deletes["Responses"]] == ["orders", "payments"]
+    configs = error_response_body(33, 2, sample_request(33, 2), UNKNOWN_SERVER_ERROR)
+    assert [(r["ResourceType"], r["ResourceName"]) for r in configs["Responses"]] == [
+        (2, "orders"), (4, "1")]
+    partitions = error_response_body(37, 3, sample_request(37, 3), UNKNOWN_SERVER_ERROR)
+    assert [r["Name"] for r in partitions["Results"]] == ["orders", "payments"]
+    quotas = error_response_body(49, 1, sample_request(49, 1), REQUEST_TIMED_OUT)
+    assert [[(e["EntityType"], e["EntityName"]) for e in entry["Entity"]]
+            for entry in quotas["Entries"]] == [[("user", "alice"), ("client-id", None)],
+                                                [("user", None)]]
+    scram = error_response_body(51, 0, sample_request(51, 0), REQUEST_TIMED_OUT)
+    assert [r["User"] for r in scram["Results"]] == ["bob", "carol"]     # distinct, sorted
+    listing = error_response_body(46, 0, sample_request(46, 0), REQUEST_TIMED_OUT)
+    assert listing["Topics"] == [{"Name": "orders", "Partitions": [{"PartitionIndex": 0},
+                                                                   {"PartitionIndex": 1}]}]
+    token = error_response_body(38, 3, sample_request(38, 3), REQUEST_TIMED_OUT)
+    assert (token["PrincipalName"], token["TokenRequesterPrincipalName"], token["TokenId"],
+            token["ExpiryTimestampMs"]) == ("ANONYMOUS", "ANONYMOUS", "", -1)
+    assert "TokenRequesterPrincipalName" not in error_response_body(
+        38, 2, sample_request(38, 2), REQUEST_TIMED_OUT)
+    # ElectLeaders with a null TopicPartitions (every partition): only the top-level code
+    everything = error_response_body(43, 2, {"TopicPartitions": None}, REQUEST_TIMED_OUT)
+    assert everything["ReplicaElectionResults"] == [] and everything["ErrorCode"] == 7
+    assert "ErrorCode" not in error_response_body(43, 0, {"TopicPartitions": None}, 7)
+
+
+def test_error_response_messages_follow_api_error_from_throwable():
+    request = sample_request(37, 3)
+    kept = error_response_body(37, 3, request, REQUEST_TIMED_OUT, "controller busy")
+    assert {r["ErrorMessage"] for r in kept["Results"]} == {"controller busy"}
+    # UNKNOWN_SERVER_ERROR never leaks a message; Kafka's default message is dropped.
+    hidden = error_response_body(37, 3, request, UNKNOWN_SERVER_ERROR, "secret detail")
+    assert {r["ErrorMessage"] for r in hidden["Results"]} == {None}
+    default = error_response_body(37, 3, request, REQUEST_TIMED_OUT, "The request timed out.")
+    assert {r["ErrorMessage"] for r in default["Results"]} == {None}
+    # APIs that use Errors.forException(e).message() write the code's default message.
+    assert error_response_body(80, 0, sample_request(80, 0), REQUEST_TIMED_OUT,
+                               "controller busy")["ErrorMessage"] == "The request timed out."
+
+
+def client_request(key: int, version: int, correlation_id: int = 11) -> tuple[dict, bytes]:
+    header = {"RequestApiKey": key, "RequestApiVersion": version,
+              "CorrelationId": correlation_id, "ClientId": "admin-1"}
+    return header, encode_request(header, sample_request(key, version))
+
+
+def answer_every_item(code: int):
+    """A controller handler that answers every item of any request with ``code``."""
+    def handler(decision):
+        header = decision.inner_header
+        return error_response_body(header["RequestApiKey"], header["RequestApiVersion"],
+                                   decision.inner_body, code, "handled")
+    return handler
+
+
+THREE_APIS = [(33, 2), (33, 0), (20, 6), (20, 3), (37, 3), (37, 0)]
+
+
+@pytest.mark.parametrize("key, version", THREE_APIS)
+def test_envelope_carrying_the_api_is_dispatched_as_the_original_principal(key, version):
+    header, data = client_request(key, version)
+    envelope = build_envelope_request(data, ALICE, IPv4Address("192.0.2.7"))
+    payload = encode_request({"RequestApiKey": 58, "RequestApiVersion": 0, "CorrelationId": 77,
+                              "ClientId": "broker-1"}, envelope)
+    for receiver in (zk_receiver(), EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=acl)):
+        decision = receiver.receive(payload, ENVELOPE_CTX)
+        assert decision.kind == DISPATCH and decision.is_forwarded
+        assert decision.inner_context.principal == ALICE != ENVELOPE_CTX.principal
+        assert decision.inner_context.client_address == "192.0.2.7"
+        assert decision.inner_header == header
+        assert decision.inner_body == parse_request(data).body
+        assert decision.inner_request_bytes == data
+
+
+@pytest.mark.parametrize("key, version", THREE_APIS)
+def test_envelope_carrying_the_api_gets_kafkas_envelope_errors(key, version):
+    _, data = client_request(key, version)
+    envelope = build_envelope_request(data, ALICE, IPv4Address("192.0.2.7"))
+    header = {"RequestApiKey": 58, "RequestApiVersion": 0, "CorrelationId": 77,
+              "ClientId": "broker-1"}
+    receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=acl)
+    decision = receiver.receive(encode_request(header, envelope), AS_MALLORY)       # F-28
+    assert (decision.kind, decision.error_code) == (ENVELOPE_ERROR, CLUSTER_AUTHORIZATION_FAILED)
+    bad = encode_request(header, {**envelope, "RequestPrincipal": BAD_PRINCIPAL})  # F-29a
+    assert receiver.receive(bad, ENVELOPE_CTX).error_code == PRINCIPAL_DESERIALIZATION_FAILURE
+    truncated = encode_request(header, {**envelope, "RequestData": data[:-3]})     # F-29e
+    decision = receiver.receive(truncated, ENVELOPE_CTX)
+    assert (decision.kind, decision.error_code) == (ENVELOPE_ERROR, UNSUPPORTED_VERSION)
+    assert parse_response(decision.response, header) == {"ResponseData": None,
+                                                         "ErrorCode": UNSUPPORTED_VERSION}
+
+
+@pytest.mark.parametrize("key, version", THREE_APIS)
+def test_forwarded_api_end_to_end_ok_and_envelope_error(key, version):
+    header, data = client_request(key, version)
+    places = error_places(key, version, sample_request(key, version))
+    # ok: the controller answers every item with NONE; the client gets it unchanged.
+    controller = kraft_controller(handler=answer_every_item(0))
+    broker = Broker(controller)
+    broker.forward(data)
+    broker.run()
+    outcome = one_outcome(broker)
+    assert outcome.from_controller and outcome.envelope_error == 0 and outcome.error_code == 0
+    assert controller.handled[-1].inner_context.principal == ALICE
+    assert [at(outcome.body, p) for p in places] == [0] * len(places)
+    # The sender lacks CLUSTER_ACTION (Envelope 31): the client sees UNKNOWN_SERVER_ERROR in
+    # every place of its API's error response, never the envelope's code.
+    denied = Controller(EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=lambda p, o, r: False),
+                        handler=answer_every_item(0))
+    broker = Broker(denied)
+    broker.forward(data)
+    broker.run()
+    outcome = one_outcome(broker)
+    assert outcome.envelope_error == CLUSTER_AUTHORIZATION_FAILED and not outcome.from_controller
+    body = parse_response(outcome.response, header)
+    assert [at(body, p) for p in places] == [UNKNOWN_SERVER_ERROR] * len(places)
+
+
+def test_forwarded_delete_topics_inner_not_controller_until_timeout_gives_request_timed_out():
+    header, data = client_request(20, 6)
+    broker = Broker(kraft_controller(handler=answer_every_item(NOT_CONTROLLER)))
+    broker.forward(data)
+    broker.run()
+    outcome = one_outcome(broker)
+    assert outcome.error_code == REQUEST_TIMED_OUT and outcome.retried
+    body = parse_response(outcome.response, header)
+    assert [r["ErrorCode"] for r in body["Responses"]] == [REQUEST_TIMED_OUT] * 2
+
+
+@pytest.fixture
+def schemas_without(monkeypatch, tmp_path):
+    """A ``KIPCHECK_SCHEMAS``-like directory that lacks some schemas, in place of the shipped
+    one for the test's duration."""
+    def use(*missing: str):
+        for path in schema_module.SCHEMAS.directory.glob("*.json"):
+            if path.stem not in missing:
+                (tmp_path / path.name).write_bytes(path.read_bytes())
+        monkeypatch.setattr(schema_module, "SCHEMAS", schema_module.load_schemas(tmp_path))
+    return use
+
+
+@pytest.mark.parametrize("missing", ["DeleteTopicsRequest", "DeleteTopicsResponse"])
+def test_a_missing_schema_is_answered_as_an_unparseable_inner_request(schemas_without, missing):
+    _, data = client_request(20, 6)
+    payload = encode_request({"RequestApiKey": 58, "RequestApiVersion": 0, "CorrelationId": 77,
+                              "ClientId": "broker-1"},
+                             build_envelope_request(data, ALICE, IPv4Address("192.0.2.7")))
+    schemas_without(missing)
+    for receiver in (zk_receiver(), EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=acl)):
+        decision = receiver.receive(payload, ENVELOPE_CTX)                           # F-29e
+        assert (decision.kind, decision.error_code) == (ENVELOPE_ERROR, UNSUPPORTED_VERSION)
+    # The forwarder cannot read or answer it either: the socket server closes the connection.
+    broker = Broker(kraft_controller())
+    assert broker.forward(data) is None
+    assert one_outcome(broker).close_connection and broker.channel.queue == ()
+    # Other APIs are unaffected.
+    assert zk_receiver().receive(envelope_bytes(), ENVELOPE_CTX).kind == DISPATCH

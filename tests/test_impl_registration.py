@@ -265,3 +265,203 @@ def test_trusts_response_flaw():
     new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
     assert new.registered_in_log
     assert new.controller_sends_registration(300) is False
+
+
+# ---------------------------------------------------------------------------------- boundaries
+# ExponentialBackoff (clients/.../common/utils/ExponentialBackoff.java) at its edges, with the
+# random factor pinned: ``nextDouble(1 - jitter, 1 + jitter) = origin + r * (bound - origin)``.
+
+class PinnedRandom(random.Random):
+    """``random()`` always returns ``r`` and counts its calls (None: must not be called)."""
+
+    def __init__(self, r: float | None):
+        super().__init__(0)
+        self.r, self.calls = r, 0
+
+    def random(self):
+        assert self.r is not None, "the backoff drew a random factor"
+        self.calls += 1
+        return self.r
+
+
+ATTEMPTS = (0, 1, 10, 1000)
+LARGEST_BELOW_ONE = 1 - 2 ** -53          # the largest value random() returns
+
+
+def backoffs(initial, multiplier, maximum, jitter, r=None):
+    b = ExponentialBackoff(initial, multiplier, maximum, jitter, PinnedRandom(r))
+    return [b.backoff(a) for a in ATTEMPTS], b.rng.calls
+
+
+def test_backoff_attempts_without_jitter():
+    """100 * 2^attempts, capped at 120000 from attempt 11 on (1000 too); no random draw."""
+    assert backoffs(100, 2, 120000, 0.0) == ([100, 200, 102400, 120000], 0)
+
+
+def test_backoff_attempts_with_the_lowest_jitter_factor():
+    assert backoffs(100, 2, 120000, 0.02, r=0.0) == ([98, 196, 100352, 117600], 4)
+
+
+def test_backoff_jitter_factor_rounding_up_to_the_bound_is_nudged_below_it():
+    """0.98 + r * 0.04 rounds to exactly 1.02 for the largest r: ``boundedNextDouble`` then
+    returns ``Math.nextDown(1.02)``, so 100 -> 101 (not 102); the cap still applies."""
+    assert backoffs(100, 2, 120000, 0.02, r=LARGEST_BELOW_ONE) == \
+        ([101, 203, 104447, 120000], 4)
+
+
+@pytest.mark.parametrize("initial, maximum, expected", [
+    (100, 100, 100),          # max == initial: expMax = 0, always initial
+    (500, 100, 100),          # max < initial: initial becomes max, a constant max
+    (0, 0, 0),                # both 0: no log of 0
+])
+@pytest.mark.parametrize("jitter", [0.0, 0.02, 0.5])
+def test_backoff_constant_when_max_is_not_above_initial(initial, maximum, expected, jitter):
+    """``if (expMax == 0) return initialInterval``: no jitter, no random draw."""
+    assert backoffs(initial, 2, maximum, jitter) == ([expected] * 4, 0)
+
+
+def test_backoff_from_zero_stays_zero():
+    assert backoffs(0, 2, 1000, 0.0) == ([0, 0, 0, 0], 0)
+    assert backoffs(0, 2, 1000, 0.02, r=LARGEST_BELOW_ONE)[0] == [0, 0, 0, 0]
+
+
+def test_backoff_multiplier_one_is_a_constant_not_an_error():
+    """Java: log(10) / log(1) = Infinity, so exp = attempts and the term is initial; and
+    log(1) / log(1) = NaN (initial 0, max 1), which is not 0 either: the term is 0."""
+    assert backoffs(100, 1, 1000, 0.0) == ([100, 100, 100, 100], 0)
+    assert backoffs(100, 1, 1000, 0.02, r=0.0) == ([98, 98, 98, 98], 4)
+    assert backoffs(0, 1, 1, 0.02, r=0.0) == ([0, 0, 0, 0], 4)
+
+
+def test_backoff_exponent_counts_from_an_initial_of_one():
+    """``expMax = log(max / max(initial, 1)) / log(multiplier)``: from 1 ms the term is 2^9
+    at attempt 9, below the 1000 ms cap."""
+    b = ExponentialBackoff(1, 2, 1000, 0.0, PinnedRandom(None))
+    assert [b.backoff(a) for a in (0, 1, 9)] == [1, 2, 512]
+
+
+def test_backoff_jitter_threshold_is_strictly_below_double_min_normal():
+    """Below ``Double.MIN_NORMAL`` the factor is 1.0 without a draw; at it, Java asks for
+    ``nextDouble(1.0, 1.0)`` (both ends round to 1.0) and ``RandomSupport.checkRange`` throws
+    IllegalArgumentException before drawing."""
+    min_normal = 2.2250738585072014e-308
+    assert backoffs(100, 2, 120000, min_normal / 2) == ([100, 200, 102400, 120000], 0)
+    b = ExponentialBackoff(100, 2, 120000, min_normal, PinnedRandom(None))
+    with pytest.raises(ValueError, match="bound must be greater than origin"):
+        b.backoff(1)
+    assert backoffs(100, 2, 120000, 2 ** -20, r=0.5)[0] == [100, 200, 102400, 120000]
+    # and at the other end: bound - origin overflows to Infinity
+    with pytest.raises(ValueError, match="bound must be greater than origin"):
+        ExponentialBackoff(100, 2, 120000, 1e308, PinnedRandom(None)).backoff(0)
+
+
+# ---------------------------------------------------------------------------------- R-5 ports
+
+def manager_with(endpoint_host, port, seed=1):
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    channel = FakeChannel()
+    mgr = ControllerRegistrationManager(2, random.Random(seed), [
+        {"Name": "CONTROLLER", "Host": endpoint_host, "Port": port, "SecurityProtocol": 0}])
+    ready(mgr, quorum, channel)
+    return mgr, channel
+
+
+@pytest.mark.parametrize("host, port, error", [
+    ("c2", 1, None),
+    ("c2", 65535, None),
+    ("c2", 0, "Cannot serialize ephemeral port 0 in ListenerInfo."),
+    ("c2", -1, "Cannot serialize negative port number -1 in ListenerInfo."),
+    ("c2", 65536, "Cannot serialize invalid port number 65536 in ListenerInfo."),
+    (None, 9093, "Cannot serialize null host in ListenerInfo."),
+    (" \t", 9093, "Cannot serialize empty host in ListenerInfo."),
+    (None, 0, "Cannot serialize ephemeral port 0 in ListenerInfo."),     # the port first
+])
+def test_R5_listener_info_serialization_boundaries(host, port, error):
+    """``ListenerInfo.checkPortIsSerializable`` / ``checkHostIsSerializable``, verbatim."""
+    mgr, channel = manager_with(host, port)
+    sent = mgr.controller_sends_registration(0)
+    if error is None:
+        assert sent is True and len(channel.queue) == 1
+        assert channel.queue[0].build(0)["Listeners"][0]["Port"] == port
+        assert mgr.last_error is None
+    else:
+        assert sent is False and not channel.queue and not mgr.pending_rpc
+        assert mgr.last_error == error and mgr.requests_sent == []
+
+
+def test_listener_info_resolves_only_null_or_blank_hosts():
+    """``withWildcardHostnamesResolved``: ``host == null || host.trim().isEmpty()``; an explicit
+    wildcard address is registered as written; port 0 becomes the bound port."""
+    endpoints = [Endpoint("A", None, 9093, "PLAINTEXT"), Endpoint("B", "", 9094, "SSL"),
+                 Endpoint("C", "::", 9095, "PLAINTEXT"), Endpoint("D", "0.0.0.0", 0, "SSL")]
+    info = listener_info(endpoints, "host-2", {"D": 9096})
+    assert [(i["Name"], i["Host"], i["Port"]) for i in info] == [
+        ("A", "host-2", 9093), ("B", "host-2", 9094), ("C", "::", 9095), ("D", "0.0.0.0", 9096)]
+    # an unbound ephemeral port stays 0 (and R-5 then refuses it)
+    assert listener_info([Endpoint("E", "h", 0, "PLAINTEXT")])[0]["Port"] == 0
+
+
+# ---------------------------------------------------------------------------------- branches
+
+def test_incarnation_id_is_drawn_again_when_it_would_start_with_a_dash():
+    """``Uuid.randomUuid``: seed 82's first draw prints as "-8Gvi..."; the id is the next."""
+    rng = random.Random(82)
+    first = uuid.UUID(int=rng.getrandbits(128), version=4)
+    second = uuid.UUID(int=rng.getrandbits(128), version=4)
+    assert kafka_uuid_string(first).startswith("-")
+    assert random_incarnation_id(random.Random(82)) == second
+    assert not kafka_uuid_string(second).startswith("-")
+
+
+def test_metadata_before_start_sends_nothing_then_start_sends():
+    """R-3: the check can run before ``start`` (a metadata delta queues it): no channel, it
+    only logs; ``start`` then sends."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    mgr, channel = manager(), FakeChannel()
+    quorum.catch_up(2)
+    mgr.on_metadata_update(quorum.image_delta(2), quorum.image(2))
+    assert mgr.send_requested
+    assert mgr.controller_sends_registration(0) is False and not mgr.pending_rpc
+    mgr.start(channel)
+    assert mgr.controller_sends_registration(1) is True and len(channel.queue) == 1
+
+
+def test_already_registered_returns_false_not_none():
+    """The check ran (False: it only logged "already registered"), unlike not due (None)."""
+    quorum, new, channel, current, reply = restart_scenario()
+    current.on_response(0, reply.body, 210)
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert new.registered_in_log and new.send_requested
+    assert new.controller_sends_registration(220) is False
+    assert new.controller_sends_registration(230) is None        # nothing queued any more
+
+
+def test_defaults_request_data_and_failure_bookkeeping():
+    """ZkMigrationReady false (trunk hard-codes it); ``requests_sent`` records each request;
+    by default onTimeout clears pendingRpc; each failure path says why in ``last_error``."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    channel, mgr = FakeChannel(), manager()
+    ready(mgr, quorum, channel)
+    assert mgr.controller_sends_registration(0) is True
+    request = channel.pop()
+    assert request.build(0)["ZkMigrationReady"] is False
+    assert mgr.requests_sent == [mgr.request_data()]
+    request.on_timeout(5000)
+    assert not mgr.pending_rpc and mgr.failed_rpcs == 1
+    assert mgr.last_error == "the channel manager timed out before sending the request"
+    assert mgr.controller_sends_registration(mgr.next_deadline_ms()) is True
+    channel.pop().on_response(0, {"ErrorCode": 31, "ErrorMessage": "x"}, 6000)
+    assert mgr.last_error == "registration failed with error 31" and mgr.failed_rpcs == 2
+    assert len(mgr.requests_sent) == 2
+
+
+@pytest.mark.parametrize("code, body", [(58, None), (35, None), (0, None)])
+def test_transport_failures_back_off(code, body):
+    """R-6: authentication error, version mismatch, or no body: the failure path."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    channel, mgr = FakeChannel(), manager()
+    ready(mgr, quorum, channel)
+    mgr.controller_sends_registration(0)
+    channel.pop().on_response(code, body, 100)
+    assert not mgr.pending_rpc and mgr.failed_rpcs == 1 and mgr.successful_rpcs == 0
+    assert 98 <= mgr.next_deadline_ms() - 100 <= 102
