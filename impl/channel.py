@@ -1,4 +1,4 @@
-"""``NodeToControllerChannelManager`` and its request thread, sans I/O (reference 1.5, F-14 to
+"""``NodeToControllerChannelManager`` and its request thread, sans I/O (docs/rules.md 1.5, F-14 to
 F-21, and the ApiVersions handshake behind F-35).
 
 A broker (or a controller, for KIP-919 registrations) talks to the active controller through one
@@ -47,7 +47,7 @@ from impl.protocol.codec import read_message
 from impl.protocol.primitives import Reader
 from impl.protocol.wire import RESPONSE_HEADER
 
-# Errors.java codes this module produces or reacts to (reference section 5).
+# Errors.java codes this module produces or reacts to (docs/rules.md section 5).
 NONE = 0
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
@@ -58,7 +58,7 @@ UNKNOWN_SERVER_ERROR = -1
 
 API_VERSIONS = 18
 
-# Reference section 6, "Key numbers".
+# docs/rules.md section 6, "Key numbers".
 KRAFT_FORWARDING_RETRY_TIMEOUT_MS = 60_000     # BrokerServer L248
 ZK_FORWARDING_RETRY_TIMEOUT_MS = 30_000        # request.timeout.ms default, KafkaServer L358
 REGISTRATION_RETRY_TIMEOUT_MS = 5_000          # ControllerServer L383-390

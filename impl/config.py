@@ -1,7 +1,7 @@
 """Kafka's listener configuration (KIP-103), read and validated the way a broker does it.
 
 Two steps, both ports of Kafka's code (commit 1eb7644349c, rules L-0..L-27 of
-``kafka-behaviour.md`` section 3):
+``docs/rules.md`` section 3):
 
 - ``parse_properties`` / ``load_properties``: a ``.properties`` file as
   ``java.util.Properties.load(InputStream)`` reads it (Kafka's ``Utils.loadProps``), including

@@ -1,7 +1,7 @@
 """``ControllerRegistrationManager`` (KIP-919): how a KRaft controller registers itself.
 
 Kafka's ``core/src/main/scala/kafka/server/ControllerRegistrationManager.scala``, rules R-1 to
-R-11 of the reference digest, sans I/O:
+R-11 of docs/rules.md, sans I/O:
 
 - one manager per process start, with a fresh ``incarnation_id`` (a random UUID, drawn here from
   the seeded ``random.Random`` the simulator passes in) (R-10);
