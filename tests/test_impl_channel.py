@@ -18,25 +18,19 @@ from itertools import pairwise
 
 import pytest
 
+from channel_helpers import item
+
 from impl.channel import (API_VERSIONS, KRAFT_FORWARDING_RETRY_TIMEOUT_MS, NOT_CONTROLLER,
                           REGISTRATION_RETRY_TIMEOUT_MS, SASL_AUTHENTICATION_FAILED,
                           UNSUPPORTED_VERSION, ControllerChannel, FatalExitError,
                           api_versions_response, error_counts, own_api_ranges)
-from impl.context import ChannelRequest, ControllerInfo
+from impl.context import ControllerInfo
 from impl.protocol import encode_response, parse_request, parse_request_header
 
 CONTROLLER = ControllerInfo(3000, "CONTROLLER", "SASL_SSL")
 CREATE_TOPICS = 19
 
 
-def item(tag: str, log: list, api_key: int = CREATE_TOPICS) -> ChannelRequest:
-    """A CreateTopics request whose callbacks log (tag, what, code/now)."""
-    return ChannelRequest(
-        api_key=api_key,
-        build=lambda v: {"Topics": [{"Name": tag, "NumPartitions": 1, "ReplicationFactor": 1}]},
-        on_response=lambda code, body, now: log.append((tag, "response", code, now)),
-        on_timeout=lambda now: log.append((tag, "timeout", now)),
-        description=tag)
 
 
 def channel_with(answer=CONTROLLER, *, retry_timeout_ms=KRAFT_FORWARDING_RETRY_TIMEOUT_MS,

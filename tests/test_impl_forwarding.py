@@ -14,6 +14,8 @@ from ipaddress import IPv4Address
 
 import pytest
 
+from channel_helpers import item
+
 from impl.channel import (KRAFT_FORWARDING_RETRY_TIMEOUT_MS, NOT_CONTROLLER, REQUEST_TIMED_OUT,
                           UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION, ZK_FORWARDING_RETRY_TIMEOUT_MS,
                           REGISTRATION_RETRY_TIMEOUT_MS, ControllerChannel, FatalExitError,
@@ -590,13 +592,6 @@ def test_f32_timeout_error_response_carries_the_local_throttle():
 # ControllerChannel: retry timeout, re-queue, one in flight, backoff, network timeout
 
 
-def item(tag: str, log: list, api_key: int = 19) -> ChannelRequest:
-    return ChannelRequest(
-        api_key=api_key,
-        build=lambda v: {"Topics": [{"Name": tag, "NumPartitions": 1, "ReplicationFactor": 1}]},
-        on_response=lambda code, body, now: log.append((tag, "response", code, now)),
-        on_timeout=lambda now: log.append((tag, "timeout", now)),
-        description=tag)
 
 
 def ready_channel(retry_timeout_ms=KRAFT_FORWARDING_RETRY_TIMEOUT_MS, controller_ranges=None,
