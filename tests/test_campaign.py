@@ -604,6 +604,19 @@ def test_files_that_are_no_spec_are_one_line_exit_2(tmp_path, capsys, name, cont
     assert len(line) < 400 and "Traceback" not in out
 
 
+def test_without_pyarrow_a_campaign_says_what_to_install_before_anything_else(tmp_path, capsys,
+                                                                             monkeypatch):
+    """The base install has no Parquet writer: one line naming the extra, exit 2, no output,
+    no directory created."""
+    monkeypatch.setitem(sys.modules, "pyarrow", None)          # import pyarrow fails
+    path = _write(tmp_path, _GOOD + f'output = "{tmp_path / "out"}"\n')
+    code, out, err = run(["campaign", str(path), "--engine", "serial"], capsys)
+    assert (code, out) == (2, "")
+    assert one_line(err) == ("kipcheck: campaign results are Parquet files: install pyarrow "
+                             "(pip install 'kipcheck[spark]')")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_spec_with_a_utf8_byte_order_mark_loads(tmp_path):
     path = tmp_path / "bom.toml"
     path.write_bytes(b"\xef\xbb\xbf" + _GOOD.encode())

@@ -103,12 +103,13 @@ def _kept(e, directory) -> str:
 
 
 def cmd_campaign(args) -> int:
-    from kipcheck.campaign.results import CampaignError, OutputError
+    from kipcheck.campaign.results import CampaignError, OutputError, require_parquet
     from kipcheck.campaign.runner import ShardError, run_campaign
     from kipcheck.campaign.spec import SpecError, load_spec
     try:
         spec = load_spec(args.spec)
-    except SpecError as e:
+        require_parquet()          # before any output: without it no campaign can start
+    except (SpecError, CampaignError) as e:
         return _fail(str(e))
     if args.out:
         spec = replace(spec, output=args.out)

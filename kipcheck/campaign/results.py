@@ -83,7 +83,7 @@ from pathlib import Path
 from kipcheck.campaign.shard import ShardResult, one_line
 
 __all__ = ["ResultStore", "CampaignError", "OutputError", "Merged", "GroupSummary",
-           "MergedFailure", "merge", "is_expected", "SHARD_SCHEMA", "FORMAT"]
+           "MergedFailure", "merge", "is_expected", "require_parquet", "SHARD_SCHEMA", "FORMAT"]
 
 FORMAT = "kipcheck-campaign"
 VERSION = 1
@@ -120,6 +120,11 @@ def _pa():
         raise CampaignError("campaign results are Parquet files: install pyarrow "
                             "(pip install 'kipcheck[spark]')") from None
     return pa, pq
+
+
+def require_parquet() -> None:
+    """CampaignError (naming the extra to install) unless the Parquet results can be written."""
+    _pa()
 
 
 def is_expected(variant: str, prop: str) -> bool:
