@@ -33,7 +33,7 @@ from properties.explore import explore, replay
 from properties.kafka_spec import KafkaSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SLOW_TINY = {"kraft-registration", "kraft-listeners"}      # 23k-74k states, 28-40 levels
+SLOW_TINY = ("kraft-registration", "kraft-listeners")      # 23k-74k states, 28-40 levels
 
 
 def _summary(r) -> tuple:
