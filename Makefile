@@ -32,9 +32,9 @@ $(STAMP): pyproject.toml | $(PY)
 check: venv
 	$(VENV)/bin/kipcheck check
 
-# On every core (pytest-xdist): the default run is about 7 minutes on 2 cores, 11 on one.
+# On every core (pytest-xdist, work stealing: the long tests do not queue behind one worker).
 test: venv
-	$(PY) -m pytest -n auto $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -569,6 +569,9 @@ def cmd_check(args) -> int:
             results.append(res)
             what = res.get("violation") or res.get("status") or res.get("divergence") \
                 or (f"ERROR {res['error']}" if res.get("error") else "no violation")
+            if res["engine"] == "encoding" and not res.get("error"):
+                what = (("agrees with the model" + (" (cached)" if res["cached"] else ""))
+                        if res["ok"] else f"{res['kind'].upper()}: {res['reason']}")
             label = res["engine"] + (f" {res['property']}" if res.get("property") else "")
             print(f"  [{i}/{len(jobs)}] {label} {res['config']} [{res['variant']}]: "
                   f"{res['seconds']:.1f} s, {what}", file=sys.stderr)
@@ -581,7 +584,10 @@ def cmd_check(args) -> int:
     finally:
         if executor:
             executor.shutdown(cancel_futures=True)
-    errors = [r for r in results if r.get("error")]
+    # a job that raised, or a design the Z3 engine refuses, leaves the check without a verdict
+    errors = [r for r in results if r.get("error")
+              or (r["engine"] == "encoding" and not r["ok"]
+                  and (r["kind"] != "not encoded" or r["variant"] == "correct"))]
     rows, failures, per_config, per_variant = checkjob.summarize(
         results, configs, variants, engines, why_not)
     total = time.perf_counter() - t0
@@ -617,7 +623,7 @@ def cmd_check(args) -> int:
             written = False
     if failures:
         print("FAILED: " + "; ".join(failures), file=out)
-        # a job that raised leaves the check without a verdict: 2, as for a broken environment
+        # no verdict: 2, as for a broken environment
         return EXIT_BAD_INPUT if errors else EXIT_VIOLATION
     if not written:
         print("FAILED: the results are above, but not every output could be written",
@@ -667,6 +673,22 @@ class _DepthProgress:
         print("\r" + " " * 60 + "\r", end="", file=self.out, flush=True)
 
 
+def _encoding_gate(spec):
+    """Fail closed (docs/proofs.md): before any answer, the encoding must agree with the
+    model under this design; otherwise one line and exit 2, never PROVED."""
+    from properties.symbolic.fidelity import check_encoding
+    if sys.stderr.isatty():
+        print("checking the Z3 encoding against the model under this design ...",
+              end="\r", file=sys.stderr, flush=True)
+    v = check_encoding(spec.cfg, spec.design, spec.variant)
+    if sys.stderr.isatty():
+        print(" " * 70, end="\r", file=sys.stderr, flush=True)
+    if not v.ok:
+        raise BadInput(f"prove refused: the Z3 engine gives no answer for {spec.cfg.name} "
+                       f"[{spec.variant}]: {v.reason}")
+    return v
+
+
 def cmd_prove(args) -> int:
     _z3_available()
     from properties.registry import BY_ID
@@ -679,10 +701,16 @@ def cmd_prove(args) -> int:
         raise BadInput("--max-k must be between 1 and 4")
     _check_outputs(args, "trace_out")
     out = sys.stderr if args.json else sys.stdout
+    gate = _encoding_gate(spec)
     what = f"bounded model checking to depth {args.bmc}" if args.bmc is not None else \
         f"k-induction (k <= {args.max_k})"
     print(f"prove {spec.cfg.name} [{spec.variant}]: {', '.join(pids)} by {what}", file=out,
           flush=True)
+    if not args.quiet:
+        print(f"encoding: agrees with the model under this design ({gate.states} reachable and "
+              f"{gate.arbitrary} arbitrary states compared"
+              f"{', cached' if gate.cached else f', {gate.seconds:.1f} s'})", file=out,
+              flush=True)
     results, traces = [], []
     worst = EXIT_OK
     for pid in pids:
@@ -691,7 +719,8 @@ def cmd_prove(args) -> int:
         if args.bmc is not None:
             progress = None if (args.quiet or not sys.stderr.isatty()) else \
                 _DepthProgress(sys.stderr, pid)
-            r = bmc(spec.cfg, spec.design, pid, args.bmc, spec.variant, progress=progress)
+            r = bmc(spec.cfg, spec.design, pid, args.bmc, spec.variant, progress=progress,
+                    gate=False)
             if progress:
                 progress.done()
             if r.found:
@@ -705,7 +734,7 @@ def cmd_prove(args) -> int:
             doc = {"property": pid, "mode": "bmc", "found": r.found, "depth": r.depth,
                    "clause": r.clause, "steps": len(r.steps), "seconds": round(r.seconds, 3)}
         else:
-            r = prove(spec.cfg, spec.design, pid, spec.variant, max_k=args.max_k)
+            r = prove(spec.cfg, spec.design, pid, spec.variant, max_k=args.max_k, gate=False)
             if r.status == "proved":
                 line = (f"{label}: PROVED, {r.depth}-induction with "
                         f"{len(r.invariants)} strengthening invariants ({r.seconds:.1f} s)")

@@ -80,9 +80,14 @@ class ModelConfig:
     max_in_flight: int = 3
     symmetric_groups: tuple = ()       # tuples of interchangeable node indices (section 3.3)
     witnesses: tuple = ()              # witness IDs that must be reachable here
-    variants: tuple = ()               # design variants this configuration must catch
 
     # -- derived, read-only views -------------------------------------------------------
+    @property
+    def variants(self) -> tuple:
+        """The design variants this configuration must catch: those of ``VARIANTS`` whose
+        ``config`` is its name, in the order of ``VARIANTS`` (seeded and findings alike)."""
+        return tuple(v.name for v in VARIANTS.values() if v.config == self.name)
+
     @property
     def n_nodes(self) -> int:
         return len(self.nodes)

@@ -1,11 +1,14 @@
 """The Next relation: ``successors()`` in a fixed order, ``step()`` to replay one Step, the
 initial state, and quiescence.
 
-The order is the order of ``ACTIONS`` below, then argument order: clients and nodes by index,
-messages sorted (a message is a tuple of ints, so the order is the same in every process).
+The order is the order of ``ACTION_TABLE`` below, then argument order: clients and nodes by
+index, messages sorted (a message is a tuple of ints, so the order is the same in every
+process).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from model import actions as A
@@ -17,42 +20,80 @@ from model.step import Step
 
 # argument kinds
 NONE_ARG, CLIENT_ARG, NODE_ARG, MSG_ARG = "none", "client", "node", "msg"
+# the modes an action belongs to: ZK, KRAFT, or both
+BOTH = "both"
 
-# (name, function, argument kind, message kinds it takes); the order is the Next order.
-ACTIONS = (
-    ("client_sends_request", A.client_sends_request, CLIENT_ARG, ()),
-    ("broker_learns_controller", A.broker_learns_controller, NODE_ARG, ()),
-    ("channel_discovers_controller", A.channel_discovers_controller, NODE_ARG, ()),
-    ("channel_sends_request", A.channel_sends_request, NODE_ARG, ()),
-    ("channel_times_out_request", A.channel_times_out_request, NODE_ARG, ()),
-    ("controller_handles_envelope", A.controller_handles_envelope, MSG_ARG, (ENVELOPE_REQUEST,)),
-    ("broker_handles_envelope_response", A.broker_handles_envelope_response, MSG_ARG,
-     (ENVELOPE_RESPONSE,)),
-    ("controller_sends_registration", A.controller_sends_registration, NODE_ARG, ()),
-    ("controller_handles_registration", A.controller_handles_registration, MSG_ARG,
-     (REGISTRATION_REQUEST,)),
-    ("controller_handles_registration_response", A.controller_handles_registration_response,
-     MSG_ARG, (REGISTRATION_RESPONSE,)),
-    ("node_discards_stale_response", A.node_discards_stale_response, MSG_ARG,
-     (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE)),
-    ("controller_processes_event", A.controller_processes_event, NODE_ARG, ()),
-    ("controller_commits_records", A.controller_commits_records, NONE_ARG, ()),
-    ("node_replays_record", A.node_replays_record, NODE_ARG, ()),
-    ("broker_handles_session_expiry", A.broker_handles_session_expiry, NODE_ARG, ()),
-    ("broker_elects_controller", A.broker_elects_controller, NODE_ARG, ()),
-    ("controller_becomes_leader", A.controller_becomes_leader, NODE_ARG, ()),
-    ("clock_ticks", A.clock_ticks, NONE_ARG, ()),
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """Everything the model knows about one action, in one place.  ``ACTIONS``,
+    ``ACTION_NAMES``, ``FAULT_ACTIONS``, ``fault_budgets`` and ``_plan`` are derived from
+    ``ACTION_TABLE``; the implementation keeps its own vocabulary (``impl.cluster.STEPS`` and
+    ``FAULTS``), and tests/test_action_table.py checks that the two agree."""
+    name: str
+    fn: Callable
+    arg: str                    # NONE_ARG | CLIENT_ARG | NODE_ARG | MSG_ARG
+    msg_kinds: tuple = ()       # MSG_ARG: the message kinds it takes
+    fault: bool = False         # always a fault (is_fault adds a conditional one)
+    budget: str | None = None   # the ModelConfig bound that limits how often it happens
+    mode: str = BOTH            # ZK | KRAFT | BOTH: the mode it can happen in
+    role: str | None = None     # NODE_ARG: the role its node must have (None: any)
+    requires: str | None = None  # a ModelConfig flag that must be on for it to happen
+
+
+_ALL_MSGS = (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE)
+
+# The order is the Next order.
+ACTION_TABLE = (
+    ActionSpec("client_sends_request", A.client_sends_request, CLIENT_ARG),
+    ActionSpec("broker_learns_controller", A.broker_learns_controller, NODE_ARG, role=BROKER),
+    ActionSpec("channel_discovers_controller", A.channel_discovers_controller, NODE_ARG),
+    ActionSpec("channel_sends_request", A.channel_sends_request, NODE_ARG),
+    ActionSpec("channel_times_out_request", A.channel_times_out_request, NODE_ARG),
+    ActionSpec("controller_handles_envelope", A.controller_handles_envelope, MSG_ARG,
+               (ENVELOPE_REQUEST,)),
+    ActionSpec("broker_handles_envelope_response", A.broker_handles_envelope_response, MSG_ARG,
+               (ENVELOPE_RESPONSE,)),
+    ActionSpec("controller_sends_registration", A.controller_sends_registration, NODE_ARG,
+               role=CONTROLLER, requires="registration"),
+    ActionSpec("controller_handles_registration", A.controller_handles_registration, MSG_ARG,
+               (REGISTRATION_REQUEST,)),
+    ActionSpec("controller_handles_registration_response",
+               A.controller_handles_registration_response, MSG_ARG, (REGISTRATION_RESPONSE,)),
+    ActionSpec("node_discards_stale_response", A.node_discards_stale_response, MSG_ARG,
+               (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE)),
+    ActionSpec("controller_processes_event", A.controller_processes_event, NODE_ARG, mode=ZK),
+    ActionSpec("controller_commits_records", A.controller_commits_records, NONE_ARG,
+               mode=KRAFT),
+    ActionSpec("node_replays_record", A.node_replays_record, NODE_ARG, mode=KRAFT),
+    ActionSpec("broker_handles_session_expiry", A.broker_handles_session_expiry, NODE_ARG,
+               mode=ZK),
+    ActionSpec("broker_elects_controller", A.broker_elects_controller, NODE_ARG,
+               budget="max_elections", mode=ZK),
+    ActionSpec("controller_becomes_leader", A.controller_becomes_leader, NODE_ARG,
+               budget="max_elections", mode=KRAFT, role=CONTROLLER),
+    ActionSpec("clock_ticks", A.clock_ticks, NONE_ARG),
     # faults
-    ("zk_expires_session", A.zk_expires_session, NODE_ARG, ()),
-    ("network_drops_message", A.network_drops_message, MSG_ARG,
-     (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE)),
-    ("node_crashes", A.node_crashes, NODE_ARG, ()),
-    ("node_restarts", A.node_restarts, NODE_ARG, ()),
+    ActionSpec("zk_expires_session", A.zk_expires_session, NODE_ARG, fault=True,
+               budget="max_session_expiries", mode=ZK),
+    ActionSpec("network_drops_message", A.network_drops_message, MSG_ARG, _ALL_MSGS,
+               fault=True, budget="max_drops"),
+    ActionSpec("node_crashes", A.node_crashes, NODE_ARG, fault=True, budget="max_crashes"),
+    ActionSpec("node_restarts", A.node_restarts, NODE_ARG, fault=True, budget="max_restarts"),
 )
-ACTION_NAMES = tuple(name for name, _, _, _ in ACTIONS)
-_BY_NAME = {name: (fn, kind) for name, fn, kind, _ in ACTIONS}
-FAULT_ACTIONS = frozenset({"zk_expires_session", "network_drops_message", "node_crashes",
-                           "node_restarts"})
+ACTION_BY_NAME = {a.name: a for a in ACTION_TABLE}
+# (name, function, argument kind, message kinds it takes); the order is the Next order.
+ACTIONS = tuple((a.name, a.fn, a.arg, a.msg_kinds) for a in ACTION_TABLE)
+ACTION_NAMES = tuple(a.name for a in ACTION_TABLE)
+_BY_NAME = {a.name: (a.fn, a.arg) for a in ACTION_TABLE}
+FAULT_ACTIONS = frozenset(a.name for a in ACTION_TABLE if a.fault)
+
+
+def fault_budgets(cfg: ModelConfig) -> dict:
+    """Action name -> how many times ``cfg`` lets it happen, for every action a bound of
+    ModelConfig limits (faults and elections; the two election actions share
+    ``max_elections``)."""
+    return {a.name: getattr(cfg, a.budget) for a in ACTION_TABLE if a.budget is not None}
 
 
 def initial_state(cfg: ModelConfig) -> State:
@@ -90,38 +131,28 @@ def initial_state(cfg: ModelConfig) -> State:
                  drops_left=cfg.max_drops)
 
 
-_ZK_ONLY = {"controller_processes_event", "broker_handles_session_expiry",
-            "broker_elects_controller", "zk_expires_session"}
-_KRAFT_ONLY = {"controller_commits_records", "node_replays_record", "controller_becomes_leader"}
-_BUDGET = {"broker_elects_controller": "max_elections",
-           "controller_becomes_leader": "max_elections",
-           "zk_expires_session": "max_session_expiries", "node_crashes": "max_crashes",
-           "node_restarts": "max_restarts", "network_drops_message": "max_drops"}
-_ROLE = {"broker_learns_controller": BROKER, "controller_becomes_leader": CONTROLLER,
-         "controller_sends_registration": CONTROLLER}
-
-
 @lru_cache(maxsize=64)
 def _plan(cfg: ModelConfig) -> tuple:
-    """The actions of ACTIONS that can ever be enabled in ``cfg``, in the same order, with
-    their node or client arguments: an action of the other mode, of a role no node has, or
-    whose fault budget is zero is never enabled, so leaving it out changes nothing but time."""
+    """The actions of ACTION_TABLE that can ever be enabled in ``cfg``, in the same order, as
+    (name, function, argument kind, message kinds, node or client arguments): an action of the
+    other mode, of a role no node has, whose budget is zero or whose required flag is off is
+    never enabled, so leaving it out changes nothing but time."""
     plan = []
-    for name, fn, kind, msg_kinds in ACTIONS:
-        if (name in _ZK_ONLY and cfg.mode != ZK) or (name in _KRAFT_ONLY and cfg.mode != KRAFT):
+    for a in ACTION_TABLE:
+        if a.mode != BOTH and a.mode != cfg.mode:
             continue
-        if name in _BUDGET and getattr(cfg, _BUDGET[name]) == 0:
+        if a.budget is not None and getattr(cfg, a.budget) == 0:
             continue
-        if name == "controller_sends_registration" and not cfg.registration:
+        if a.requires is not None and not getattr(cfg, a.requires):
             continue
-        if kind == NODE_ARG:
+        if a.arg == NODE_ARG:
             args = tuple(n for n, spec in enumerate(cfg.nodes)
-                         if name not in _ROLE or spec.role == _ROLE[name])
-        elif kind == CLIENT_ARG:
+                         if a.role is None or spec.role == a.role)
+        elif a.arg == CLIENT_ARG:
             args = tuple(range(len(cfg.clients)))
         else:
             args = ()
-        plan.append((name, fn, kind, msg_kinds, args))
+        plan.append((a.name, a.fn, a.arg, a.msg_kinds, args))
     return tuple(plan)
 
 
@@ -208,5 +239,6 @@ def replay(cfg: ModelConfig, d: Design, steps) -> list:
     return states
 
 
-__all__ = ["ACTIONS", "ACTION_NAMES", "FAULT_ACTIONS", "initial_state", "successors", "step",
-           "is_fault", "quiescent", "replay"]
+__all__ = ["ACTIONS", "ACTION_NAMES", "ACTION_TABLE", "ACTION_BY_NAME", "ActionSpec",
+           "FAULT_ACTIONS", "fault_budgets", "initial_state", "successors", "step", "is_fault",
+           "quiescent", "replay"]

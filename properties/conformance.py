@@ -323,12 +323,12 @@ class Driver:
         if not st.args:
             return ()
         arg = st.args[0]
-        kind = dict((name, k) for name, _, k, _ in model_next.ACTIONS)[st.action]
-        if kind == "msg":
+        kind = model_next.ACTION_BY_NAME[st.action].arg
+        if kind == model_next.MSG_ARG:
             m = Msg(*arg)
             ids = self.proj.network(self.cluster).get(m)
             return None if not ids else (ids[0],)
-        if kind == "client":
+        if kind == model_next.CLIENT_ARG:
             return (self.cfg.clients[arg].name,)
         return (arg,)
 
@@ -472,11 +472,7 @@ def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
     div = _compare(proj, cluster, s, 0, None, steps)
     if div:
         return steps, div
-    budget = {"network_drops_message": cfg.max_drops, "node_crashes": cfg.max_crashes,
-              "node_restarts": cfg.max_restarts, "zk_expires_session": cfg.max_session_expiries,
-              "broker_elects_controller": cfg.max_elections,
-              "controller_becomes_leader": cfg.max_elections}
-    cluster.set_fault_budget(budget)
+    cluster.set_fault_budget(model_next.fault_budgets(cfg))
     for _ in range(max_steps):
         if cluster.now_ms > cfg.max_time * cluster.config.tick_ms:
             break
@@ -502,14 +498,15 @@ def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
 def _model_step(proj: Projector, cluster, event, network_before: dict) -> Step | None:
     """The model step an implementation event stands for (None: internal)."""
     name = event.name
-    if name not in model_next.ACTION_NAMES:
+    action = model_next.ACTION_BY_NAME.get(name)
+    if action is None:
         return None
-    kind = dict((n, k) for n, _, k, _ in model_next.ACTIONS)[name]
-    if kind == "none":
+    kind = action.arg
+    if kind == model_next.NONE_ARG:
         return Step(name, ())
-    if kind == "client":
+    if kind == model_next.CLIENT_ARG:
         return Step(name, (proj.client_index[event.args[0]],))
-    if kind == "node":
+    if kind == model_next.NODE_ARG:
         return Step(name, (event.args[0],))
     for m, ids in network_before.items():
         if event.args[0] in ids:

@@ -11,6 +11,13 @@ For the states the explorer reaches (all, or a seeded sample) and every action i
 4. the Z3 clauses of P1-P4 and the quiescence predicate agree with the registry's Python
    predicates, and (correct design) every strengthening invariant holds.
 
+With ``arbitrary=N``, 1, 2 and 4 (not the invariants) are also checked on N arbitrary states
+(``properties.symbolic.arbitrary``): well-typed states that satisfy the strengthening
+invariants but are not reachable -- the states k-induction starts from, where an encoding
+that agrees on every reachable state may still disagree.  On them a model step whose
+successor outgrows the layout's capacities is one the encoding rightly does not take (every
+statement of the engine is about the runs within the capacities); it is counted, not reported.
+
 Evaluating Z3 terms on tens of thousands of concrete states through the solver would take
 minutes, so each instance's guard and update terms are compiled once into a Python function
 (``compile_terms``: a straight-line evaluation of the Z3 DAG with Z3's semantics for the
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import z3
@@ -144,15 +152,25 @@ class CrossCheckResult:
     clause_checks: int          # (state, clause or invariant) pairs compared
     seconds: float
     mismatches: list = field(default_factory=list)   # human-readable, first few
+    arbitrary: int = 0          # arbitrary (unreachable, invariant-satisfying) states checked
+    arbitrary_rejected: int = 0  # candidates the arbitrary-state filter rejected
+    beyond_capacity: int = 0    # (arbitrary state, step) pairs whose successor outgrows the layout
+    first: tuple | None = None  # the first mismatch: (action or clause, state field or None, text)
 
     @property
     def ok(self) -> bool:
         return not self.mismatches
 
+    def _report(self, action: str, fld: str | None, text: str) -> None:
+        if self.first is None:
+            self.first = (action, fld, text)
+        self.mismatches.append(text)
 
-def compile_encoding(enc: Encoding):
-    """Each instance's guard and update over one set of variables, compiled."""
-    S = enc.lay.fresh("0")
+
+def compile_encoding(enc: Encoding, S=None):
+    """Each instance's guard and update over one set of variables (``S``: the layout's
+    variables tagged "0"), compiled."""
+    S = enc.lay.fresh("0") if S is None else S
     index = {f"{k}@0": i for i, k in enumerate(enc.lay.keys)}
     out = []
     dag = _Dag()
@@ -173,8 +191,14 @@ def solver_check(enc: Encoding, states, samples: int, seed: int, res=None) -> li
     pairs, with the state's values fixed, Z3 finds the model's successor when the model's
     action is enabled, no other successor (every other candidate is rejected), and none when
     it is disabled.  Returns mismatches."""
+    return [text for _, _, text in _solver_check(enc, states, samples, seed, res)]
+
+
+def _solver_check(enc: Encoding, states, samples: int, seed: int, res=None, S0=None) -> list:
+    """``solver_check``'s mismatches as (action, state field or None, text); ``S0``: the
+    state variables of the step's first state (default: fresh ones)."""
     lay = enc.lay
-    S0, S1 = lay.fresh("x"), lay.fresh("y")
+    S0, S1 = lay.fresh("x") if S0 is None else S0, lay.fresh("y")
     act = z3.Int("act")
     solver = z3.Solver()
     solver.add(enc.transition(S0, S1, act, stutter=True))
@@ -197,18 +221,20 @@ def solver_check(enc: Encoding, states, samples: int, seed: int, res=None) -> li
             res.solver_checks += 1
         if t is None:
             if r != z3.unsat:
-                bad.append(f"solver: {inst} accepted where the model's action is disabled")
+                bad.append((inst.action, None,
+                            f"solver: {inst} accepted where the model's action is disabled"))
         elif r != z3.sat:
-            bad.append(f"solver: {inst} rejected the model's successor ({r})")
+            bad.append((inst.action, None, f"solver: {inst} rejected the model's successor ({r})"))
         else:
             model = solver.model()
             got = lay.decode_model(model, S1)
             if got != t:
-                bad.append(f"solver: {inst}: {_diff(got, t)}")
+                bad.append((inst.action, _first_field(got, t),
+                            f"solver: {inst}: {_diff(got, t)}"))
             solver.add(z3.Or(*(S1[k] != model.eval(S1[k], model_completion=True)
                                for k in lay.keys)))
             if solver.check() != z3.unsat:
-                bad.append(f"solver: {inst} accepts a second successor")
+                bad.append((inst.action, None, f"solver: {inst} accepts a second successor"))
         solver.pop()
         if bad:
             break
@@ -219,12 +245,12 @@ class _Predicates:
     """The Z3 clauses of P1-P4 (and, for the correct design, every strengthening invariant)
     compiled, beside the registry's Python predicates they must agree with."""
 
-    def __init__(self, enc: Encoding, invariants: bool):
+    def __init__(self, enc: Encoding, invariants: bool, S=None):
         from properties import registry
         from properties.symbolic import invariants as inv_mod
         from properties.symbolic.props import CLAUSES, SUPPORTED
         self.enc = enc
-        S = enc.lay.fresh("0")
+        S = enc.lay.fresh("0") if S is None else S
         index = {f"{k}@0": i for i, k in enumerate(enc.lay.keys)}
         names, terms, self.py = [], [], {}
         for pid in SUPPORTED:
@@ -260,8 +286,32 @@ class _Predicates:
         return out
 
 
-def compile_predicates(enc: Encoding, invariants: bool) -> _Predicates:
-    return _Predicates(enc, invariants)
+def compile_predicates(enc: Encoding, invariants: bool, S=None) -> _Predicates:
+    return _Predicates(enc, invariants, S)
+
+
+@contextmanager
+def _shared_steps(enc: Encoding):
+    """One symbolic state (tagged "0") whose instances' (guard, successor) terms are built
+    once while the block runs: the compiled guards and updates, the quiescence predicate and
+    the solver's Next formula are all made of them, and building them is most of the
+    cross-check's time."""
+    S = enc.lay.fresh("0")
+    memo: dict = {}
+    build = enc.apply_unbounded
+
+    def apply_unbounded(S_, inst):
+        if S_ is not S:
+            return build(S_, inst)
+        got = memo.get(inst.index)
+        if got is None:
+            got = memo[inst.index] = build(S_, inst)
+        return got
+    enc.apply_unbounded = apply_unbounded       # shadows the method on this object only
+    try:
+        yield S
+    finally:
+        del enc.apply_unbounded
 
 
 def _step_for(inst: Instance, msgs):
@@ -280,8 +330,8 @@ def _successors(enc: Encoding, state):
     return succ, dict(succ)
 
 
-def reachable_states(cfg, design, limit=None, seed=0):
-    """The explorer's reachable states (full states, in BFS order), or a seeded sample."""
+def explore(cfg, design) -> list:
+    """Every reachable state (full states, no symmetry reduction), in BFS order."""
     from collections import deque
     init = model_next.initial_state(cfg)
     seen = {init}
@@ -294,50 +344,78 @@ def reachable_states(cfg, design, limit=None, seed=0):
                 seen.add(t)
                 order.append(t)
                 queue.append(t)
+    return order
+
+
+def _sample(order: list, limit, seed) -> list:
     if limit is not None and len(order) > limit:
         rng = random.Random(seed)
-        order = [order[0]] + rng.sample(order[1:], limit - 1)
-    return order, len(seen)
+        return [order[0]] + rng.sample(order[1:], limit - 1)
+    return order
 
 
-def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=None,
-               enc: Encoding | None = None, solver_samples=50, max_mismatches=5,
-               progress=None) -> CrossCheckResult:
+def reachable_states(cfg, design, limit=None, seed=0):
+    """The explorer's reachable states (full states, in BFS order), or a seeded sample."""
+    order = explore(cfg, design)
+    return _sample(order, limit, seed), len(order)
+
+
+def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, arbitrary=0,
+               compiled=None, enc: Encoding | None = None, reachable: list | None = None,
+               solver_samples=50, max_mismatches=5, progress=None) -> CrossCheckResult:
     """Compare the encoding with the model on the explored states (all, or ``limit`` of
-    them sampled with ``seed``)."""
+    them sampled with ``seed``), then on ``arbitrary`` arbitrary states drawn with ``seed``:
+    ``arbitrary.Generator(cfg, design, seed=seed).generate(arbitrary)`` gives them again, in
+    the order mismatches number them.  ``reachable``: ``explore(cfg, design)``, if the
+    caller has it already."""
     t0 = time.perf_counter()
     enc = enc or Encoding(cfg, design)
+    with _shared_steps(enc) as S:
+        return _crosscheck(cfg, design, variant, enc, S, t0, limit=limit, seed=seed,
+                           arbitrary=arbitrary, compiled=compiled, reachable=reachable,
+                           solver_samples=solver_samples, max_mismatches=max_mismatches,
+                           progress=progress)
+
+
+def _crosscheck(cfg, design, variant, enc: Encoding, S, t0, *, limit, seed, arbitrary, compiled,
+                reachable, solver_samples, max_mismatches, progress) -> CrossCheckResult:
     lay: Layout = enc.lay
-    compiled = compiled or compile_encoding(enc)
-    states, total = reachable_states(cfg, design, limit, seed)
+    compiled = compiled or compile_encoding(enc, S)
+    order = explore(cfg, design) if reachable is None else reachable
+    states = _sample(order, limit, seed)
     keys = lay.keys
-    res = CrossCheckResult(cfg.name, variant, 0, total, 0, 0, 0, 0, 0.0)
-    predicates = compile_predicates(enc, invariants=(variant == "correct"))
-    for n, s in enumerate(states):
-        if progress and n % 1000 == 0:
-            progress(n, len(states))
+    res = CrossCheckResult(cfg.name, variant, 0, len(order), 0, 0, 0, 0, 0.0)
+    predicates = compile_predicates(enc, invariants=(variant == "correct"), S=S)
+
+    def check(s, where: str, is_reachable: bool) -> bool:
+        """Compare in one state; False once ``max_mismatches`` are reported."""
         try:
             values = lay.values(s)
         except CapacityExceeded as exc:
-            res.mismatches.append(f"state #{n}: capacity exceeded: {exc}")
-            break
+            res._report("capacity", exc.where, f"{where}: capacity exceeded: {exc}")
+            return False
         v = [values[k] for k in keys]
         msgs = sorted(s.network)
         succ, by_step = _successors(enc, s)
-        res.states += 1
         got = predicates.evaluate(v)
         want = predicates.expected(s, succ)
         for name, g in got.items():
+            if not is_reachable and name.startswith("invariant "):
+                continue        # assumed by the generator, not a fact to compare
             res.clause_checks += 1
             if g != want[name]:
-                res.mismatches.append(f"{name} in state #{n}: model {want[name]}, Z3 {g}")
+                res._report(name, None, f"{name} in {where}: model {want[name]}, Z3 {g}")
         for c in compiled:
             t = by_step.get(_step_for(c.inst, msgs))
             g = c.guard(v)[0]
             if g != (t is not None):
-                res.mismatches.append(
-                    f"{c.inst} in state #{n}: model {'enabled' if t is not None else 'disabled'}, "
-                    f"encoding {'enabled' if g else 'disabled'}")
+                if not is_reachable and not g and not _fits(lay, t):
+                    res.beyond_capacity += 1
+                    continue
+                res._report(c.inst.action, None,
+                            f"{c.inst} in {where}: model "
+                            f"{'enabled' if t is not None else 'disabled'}, "
+                            f"encoding {'enabled' if g else 'disabled'}")
             elif t is None:
                 res.disabled += 1
             else:
@@ -346,29 +424,71 @@ def crosscheck(cfg, design, variant="correct", *, limit=None, seed=0, compiled=N
                 new.update(zip(c.keys, c.update(v)))
                 got = lay.decode(new.__getitem__)
                 if got != t:
-                    res.mismatches.append(f"{c.inst} in state #{n}: {_diff(got, t)}")
+                    res._report(c.inst.action, _first_field(got, t),
+                                f"{c.inst} in {where}: {_diff(got, t)}")
             if len(res.mismatches) >= max_mismatches:
-                res.seconds = time.perf_counter() - t0
-                return res
+                return False
+        return len(res.mismatches) < max_mismatches
+
+    for n, s in enumerate(states):
+        if progress and n % 1000 == 0:
+            progress(n, len(states))
+        res.states += 1
+        if not check(s, f"state #{n} (seed {seed})", True):
+            return _done(res, t0)
+    if arbitrary:
+        from properties.symbolic.arbitrary import Generator
+        gen = Generator(cfg, design, reachable=order, enc=enc, seed=seed)
+        for n, s in enumerate(gen.generate(arbitrary)):
+            res.arbitrary += 1
+            res.arbitrary_rejected = gen.rejected
+            if not check(s, f"arbitrary state #{n} (seed {seed})", False):
+                return _done(res, t0)
+        res.arbitrary_rejected = gen.rejected
     if solver_samples and not res.mismatches:
-        res.mismatches.extend(solver_check(enc, states, solver_samples, seed, res))
+        for action, fld, text in _solver_check(enc, states, solver_samples, seed, res, S):
+            res._report(action, fld, text)
+    return _done(res, t0)
+
+
+def _done(res: CrossCheckResult, t0: float) -> CrossCheckResult:
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def _diff(got, want) -> str:
-    """The first components where two model states differ."""
+def _fits(lay: Layout, state) -> bool:
+    try:
+        lay.values(state)
+    except CapacityExceeded:
+        return False
+    return True
+
+
+def _differences(got, want) -> list:
+    """(component, text) for every component where two model states differ, in the order of
+    the state record: "now", "zk", ..., "nodes[1].registered_in_log", "clients[0]"."""
     out = []
     for f in ("now", "zk", "quorum", "network", "elections_left", "expiries_left",
               "crashes_left", "restarts_left", "drops_left"):
         if getattr(got, f) != getattr(want, f):
-            out.append(f"{f}: encoding {getattr(got, f)} != model {getattr(want, f)}")
+            out.append((f, f"{f}: encoding {getattr(got, f)} != model {getattr(want, f)}"))
     for i, (a, b) in enumerate(zip(got.nodes, want.nodes)):
         if a != b:
             for f in a.__dataclass_fields__:
                 if getattr(a, f) != getattr(b, f):
-                    out.append(f"nodes[{i}].{f}: encoding {getattr(a, f)} != model {getattr(b, f)}")
+                    out.append((f"nodes[{i}].{f}", f"nodes[{i}].{f}: encoding {getattr(a, f)} "
+                                                   f"!= model {getattr(b, f)}"))
     for i, (a, b) in enumerate(zip(got.clients, want.clients)):
         if a != b:
-            out.append(f"clients[{i}]: encoding {a} != model {b}")
-    return "; ".join(out[:4]) or "differ"
+            out.append((f"clients[{i}]", f"clients[{i}]: encoding {a} != model {b}"))
+    return out
+
+
+def _first_field(got, want) -> str | None:
+    diff = _differences(got, want)
+    return diff[0][0] if diff else None
+
+
+def _diff(got, want) -> str:
+    """The first components where two model states differ."""
+    return "; ".join(text for _, text in _differences(got, want)[:4]) or "differ"

@@ -77,7 +77,11 @@ def _items(S: Sym, n: int):
 def _channel_item_kinds(S: Sym, cfg, d):
     parts = []
     for n in range(S.lay.n):
-        kind = REGISTRATION if (cfg.mode == KRAFT and cfg.nodes[n].role == CONTROLLER) else FORWARD
+        registrant = cfg.mode == KRAFT and cfg.nodes[n].role == CONTROLLER
+        if registrant and not cfg.registration:
+            parts += [z3.Not(used) for used, _ in _items(S, n)]     # it queues nothing
+            continue
+        kind = REGISTRATION if registrant else FORWARD
         parts += [z3.Implies(used, S[p + ".kind"] == kind) for used, p in _items(S, n)]
     return And(*parts)
 
@@ -401,9 +405,10 @@ INVARIANTS = {i.name: i for i in (
               "Committed records of the current epoch were written by the current leader: "
               "one leader per epoch.", _current_epoch_records_from_leader, ("kraft",)),
     Invariant("channel-item-kinds",
-              "A KRaft controller's channel carries only its registration; every other "
-              "node's carries only forwarded requests (only brokers forward, F-2/F-3; only "
-              "controllers register, R-3).", _channel_item_kinds),
+              "A KRaft controller's channel carries only its registration, and nothing "
+              "where registration is off; every other node's carries only forwarded requests "
+              "(only brokers forward, F-2/F-3; only controllers register, R-3, and only where "
+              "the registration manager runs, R-1).", _channel_item_kinds),
     Invariant("forward-items-one-hop",
               "A forwarded request waiting in a channel has made at most one hop: the "
               "forwarder creates it with one, and re-queueing keeps it (F-10, F-14).",

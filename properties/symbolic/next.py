@@ -102,9 +102,24 @@ class Encoding:
         stuck = And(S["now"] >= self.cfg.max_time, time_pending(S, self.cfg, self.design))
         return z3.And(z3.Not(Or(*parts)), z3.Not(stuck))
 
+    def act_var(self, name: str):
+        """The instance selector of one step: a signed bit-vector wide enough for every
+        instance and the stutter (-1).  A bit-vector, not an Int: Z3 bit-blasts it into a
+        handful of Booleans, where an Int selector drags every ``act == i`` into linear
+        arithmetic (BMC to depth 12 on zk-small: 62 s with an Int, 4 s with a bit-vector,
+        measured by bench/symbolic.py)."""
+        width = max(4, (len(self.instances) + 1).bit_length() + 1)
+        return z3.BitVec(name, width)
+
+    @staticmethod
+    def act_value(model, act) -> int:
+        """The instance a Z3 model picked for ``act`` (-1: stutter)."""
+        x = model.eval(act, model_completion=True)
+        return x.as_signed_long() if z3.is_bv_value(x) else x.as_long()
+
     def transition(self, S: Sym, S2: Sym, act, stutter=True):
-        """Next(S, S2) with ``act`` (a Z3 Int) the instance taken (-1: stutter).  Each
-        component of S2 is one ite over the instances that change it."""
+        """Next(S, S2) with ``act`` (``act_var``, or a Z3 Int) the instance taken (-1:
+        stutter).  Each component of S2 is one ite over the instances that change it."""
         guards = []
         changed: dict[str, list] = {}
         for inst in self.instances:
