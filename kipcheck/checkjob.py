@@ -96,7 +96,8 @@ def _explore(config, variant, symmetry) -> dict:
     return {"config": config, "variant": variant or "correct", "distinct": r.distinct,
             "seconds": r.seconds, "violation": r.violation, "clause": clause,
             "trace": trace, "complete": r.complete,
-            "witnesses_missing": list(r.witnesses_missing)}
+            "witnesses_missing": list(r.witnesses_missing),
+            "flags_unreached": list(spec.flags_unreached())}
 
 
 def _stateful(config, seed) -> dict:
@@ -278,7 +279,8 @@ def summarize(results: list, configs: list, variants: list, engines: list, why_n
             if r is None:
                 cells.append("")
                 continue
-            cells.append(f"{r['violation']} ({len(r['trace'])})" if r["violation"] else "-")
+            cells.append(f"{r['violation']} ({len(r['trace'])})" if r["violation"] else
+                         "- (flag unreached)" if r.get("flags_unreached") else "-")
             if r["violation"] in v.breaks and c == v.config:
                 caught = True
         verdict = "yes" if caught else ("NO" if v.must_be_caught else "NOT CAUGHT (accepted)")
@@ -287,7 +289,11 @@ def summarize(results: list, configs: list, variants: list, engines: list, why_n
             per_variant[-1][-1] = "not run"             # cmd_check names them as unchecked
             continue
         if not caught and v.config in configs and v.must_be_caught:
-            failures.append(f"variant {v.name} not caught on {v.config}")
+            home = by.get(("explore", v.config, v.name, None)) or {}
+            why = (" (indistinguishable from the correct design there: the model never read "
+                   f"{', '.join(home['flags_unreached'])})" if home.get("flags_unreached")
+                   else "")
+            failures.append(f"variant {v.name} not caught on {v.config}{why}")
     return rows, failures, per_config, per_variant
 
 

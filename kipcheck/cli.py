@@ -124,9 +124,14 @@ def cmd_explore(args) -> int:
             print(f"state graph written to {args.graph_out}", file=out)
         else:
             written = False
+    unreached = () if args.spark else spec.flags_unreached()
     if result.violation is None:
         print("no property violated" + ("" if result.complete else " within the bounds"),
               file=out)
+        if unreached:
+            print(f"indistinguishable from the correct design on {spec.cfg.name}: the branch "
+                  f"of {', '.join(unreached)} was never reached (the model never read the "
+                  f"flag), so this run says nothing about the flaw", file=out)
         if not written:
             return EXIT_BAD_INPUT
         if not result.complete:
@@ -143,6 +148,10 @@ def cmd_explore(args) -> int:
     prop = BY_ID[result.violation]
     print(f"VIOLATED {prop.id} {prop.name}: {prop.statement}", file=out)
     _print_trace(trace, out)
+    if unreached:
+        print(f"note: the model never read {', '.join(unreached)} in this search: the same "
+              f"run is one of the correct design's, and the property judged it by the "
+              f"variant's design rather than by what the cluster did", file=out)
     if args.trace_out:
         if write_output("the trace", args.trace_out, lambda: trace.dump(args.trace_out)):
             print(f"trace written to {args.trace_out} (replay: kipcheck replay "

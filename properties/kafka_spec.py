@@ -31,6 +31,30 @@ def get_design(variant: str | None) -> Design:
                           f"{', '.join(VARIANTS)}") from None
 
 
+class WatchedDesign(Design):
+    """A design that records which of its flags that are on the model read.  A flag never read
+    in a whole exploration changed nothing: the variant's state space there is the correct
+    design's, and "no violation" says nothing about the flaw ("indistinguishable from the
+    correct design on C").  Only the model's actions see it; the properties read the plain
+    design (P8 reads the variant's own design, which is not the branch being reached)."""
+
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        if value is True:
+            object.__getattribute__(self, "_read").add(name)
+        return value
+
+    def __reduce__(self):           # travels (Spark, process pools) as the plain design
+        return (Design, tuple(object.__getattribute__(self, f)
+                              for f in Design.__dataclass_fields__))
+
+
+def watched(design: Design) -> WatchedDesign:
+    w = WatchedDesign(**{f: getattr(design, f) for f in Design.__dataclass_fields__})
+    object.__setattr__(w, "_read", set())
+    return w
+
+
 class KafkaSpec:
     def __init__(self, cfg: ModelConfig, design: Design = Design(), variant: str = "correct"):
         cfg.validate()
@@ -38,6 +62,18 @@ class KafkaSpec:
         self.design = design
         self.variant = variant
         self.name = f"{cfg.name}[{variant}]"
+        self._flags_on = design.flags_on()
+        # the model's view of the design: watched where a flag is on (a cheap wrapper: only
+        # variants pay for it)
+        self._model_design = watched(design) if self._flags_on else design
+
+    def flags_unreached(self) -> tuple:
+        """The flags that are on and that no step taken so far has read: their branches were
+        never reached, so they changed nothing in what was explored."""
+        if not self._flags_on:
+            return ()
+        read = object.__getattribute__(self._model_design, "_read")
+        return tuple(f for f in self._flags_on if f not in read)
 
     @classmethod
     def named(cls, config: str, variant: str | None = None) -> KafkaSpec:
@@ -47,10 +83,10 @@ class KafkaSpec:
         return [model_next.initial_state(self.cfg)]
 
     def successors(self, state):
-        return model_next.successors(state, self.cfg, self.design)
+        return model_next.successors(state, self.cfg, self._model_design)
 
     def step(self, state, st):
-        return model_next.step(state, self.cfg, self.design, st)
+        return model_next.step(state, self.cfg, self._model_design, st)
 
     def violation(self, state, succ):
         found = registry.first_violation(state, self.cfg, self.design, succ)

@@ -256,3 +256,26 @@ def test_conform_agrees_and_reports_an_injected_bug(capsys):
     assert "Step('controller_processes_event', (0,))" in out
     code, _, err = run(["conform", "--config", "zk-forward-zombie", "--bug", "nope"], capsys)
     assert code == 2 and "skip-check-op" in err
+
+
+def test_explore_says_when_a_flag_changed_nothing(capsys):
+    """A flag whose branch the configuration never reaches: not "no violation" alone."""
+    code, out, _ = run(["explore", "--config", "zk-envelope-security", "--variant",
+                        "registration-trusts-response", "--quiet"], capsys)
+    assert code == 0 and "no property violated" in out
+    assert ("indistinguishable from the correct design on zk-envelope-security: the branch of "
+            "registration_trusts_response was never reached") in out
+    # where the flag is read, nothing of the kind is said
+    code, out, _ = run(["explore", "--config", "kraft-registration", "--variant",
+                        "registration-trusts-response", "--quiet"], capsys)
+    assert code == 1 and "indistinguishable" not in out and "never read" not in out
+
+
+def test_explore_notes_a_violation_the_flag_did_not_cause(capsys):
+    """versions-not-intersected on its home configuration: P8 is violated before the model
+    ever reads the flag; the run is one of the correct design's, judged by the variant's
+    design (issue: P8 should be stated from what the cluster did)."""
+    code, out, _ = run(["explore", "--config", "kraft-forward-leader-change", "--variant",
+                        "versions-not-intersected", "--quiet"], capsys)
+    assert code == 1
+    assert "note: the model never read versions_not_intersected in this search" in out
