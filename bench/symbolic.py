@@ -118,12 +118,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="two configurations, one run")
+    ap.add_argument("--only", metavar="TEXT", help="only the targets whose name contains TEXT "
+                    "(e.g. 'prove P3 kraft-listeners')")
     args = ap.parse_args(argv)
     runs = 1 if args.quick else args.runs
     results = []
     ctx = multiprocessing.get_context("spawn")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    for t in _targets(args.quick):
+    targets = [t for t in _targets(args.quick) if not args.only or args.only in _name(t)]
+    for t in targets:
         samples = []
         for _ in range(runs):
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
