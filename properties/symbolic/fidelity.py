@@ -56,11 +56,7 @@ class Gap:
     where: str              # file:line of the first read on that side
 
     def line(self) -> str:
-        if self.reader == "model":
-            return (f"the model's {self.action} reads Design flag {self.flag} ({self.where}) "
-                    f"and its Z3 encoding does not handle that flag")
-        return (f"the Z3 encoding of {self.action} reads Design flag {self.flag} "
-                f"({self.where}) and the model's {self.action} does not")
+        return refusal_line([self])
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,14 +208,16 @@ def refusal_line(gaps: list) -> str:
     """One line for the first gap, naming every action with the same gap."""
     g = gaps[0]
     same = [x.action for x in gaps if (x.flag, x.reader) == (g.flag, g.reader)]
-    if len(same) == 1:
-        return g.line()
+    one = len(same) == 1
     names = ", ".join(same)
     if g.reader == "model":
-        return (f"the model's actions {names} read Design flag {g.flag} ({g.where}) and "
-                f"their Z3 encodings do not handle that flag")
-    return (f"the Z3 encodings of {names} read Design flag {g.flag} ({g.where}) and the "
-            f"model's do not")
+        return (f"the model's {'' if one else 'actions '}{names} "
+                f"{'reads' if one else 'read'} Design flag {g.flag} ({g.where}) and "
+                f"{'its Z3 encoding does' if one else 'their Z3 encodings do'} not handle "
+                f"that flag")
+    return (f"the Z3 {'encoding' if one else 'encodings'} of {names} "
+            f"{'reads' if one else 'read'} Design flag {g.flag} ({g.where}) and the "
+            f"model's {'does' if one else 'do'} not")
 
 
 def unknown_fields() -> list:
