@@ -686,6 +686,51 @@ def cmd_check(args) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# branches: which branch outcomes of the model the explorations reach
+
+
+def _branch_configs(text: str) -> list:
+    from model.configs import CONFIGS, SMALL, TINY
+    named = {"tiny": list(TINY), "small": list(SMALL), "all": list(TINY) + list(SMALL)}
+    if text in named:
+        return named[text]
+    configs = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise BadInput(f"unknown configuration {unknown[0]!r}; configurations: "
+                       f"{', '.join(CONFIGS)}")
+    if not configs:
+        raise BadInput(f"--configs {text!r} selects no configuration; give tiny, small, all or "
+                       f"names from: {', '.join(CONFIGS)}")
+    return configs
+
+
+def cmd_branches(args) -> int:
+    """A report, never a verdict: exit 0 whatever the coverage."""
+    from model.config import VARIANTS
+    from properties.branches import measure
+    configs = _branch_configs(args.configs)
+    specs = [_spec(c, None) for c in configs]
+    if args.variants:
+        specs += [_spec(v.config, v.name) for v in VARIANTS.values() if v.config in configs]
+    cov = measure(specs, progress=None if args.json or args.quiet else sys.stderr)
+    if args.json:
+        print(json.dumps(cov.to_json(), indent=1))
+        return EXIT_OK
+    out = sys.stdout
+    what = ", every variant on its home configuration" if args.variants else ""
+    print(f"branch coverage of {cov.path}: {cov.covered}/{cov.total} branch outcomes "
+          f"({cov.percent:.1f}%) over {len(specs)} explorations ({', '.join(configs)}{what}; "
+          f"{cov.seconds:.1f} s)", file=out)
+    unreached = cov.unreached
+    if unreached:
+        print(f"unreached ({len(unreached)}):", file=out)
+        for b in unreached:
+            print(f"  {b.where(cov.path)}", file=out)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
 # prove (the Z3 engine)
 
 
@@ -975,6 +1020,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "kipcheck-report; '' for none)")
     k.add_argument("--json", help="write the results as JSON")
     k.set_defaults(func=cmd_check)
+
+    br = sub.add_parser("branches", help="branch coverage of the model's steps "
+                        "(model/actions.py) over exhaustive explorations: the branch outcomes "
+                        "no configuration reaches")
+    br.add_argument("--configs", default="tiny",
+                    help="tiny (default), small, all, or a comma-separated list of names")
+    br.add_argument("--variants", action="store_true",
+                    help="also explore every variant on its home configuration (if selected)")
+    br.add_argument("--json", action="store_true", help="print the coverage as JSON on stdout")
+    br.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    br.set_defaults(func=cmd_branches)
 
     from kipcheck.lint import cmd_lint_config
     li = sub.add_parser("lint-config", help="check a broker or controller properties file with "
