@@ -32,8 +32,11 @@ def cache(tmp_path, monkeypatch):
 
 def test_model_and_encoding_read_the_same_flags_everywhere():
     """Every action, quiescence and every clause of P1-P4 reads the same Design flags in
-    the model and in the encoding, and the layout carries every field of the state."""
-    assert static_gaps(None) == []
+    the model and in the encoding, and the layout carries every field of the state.  The one
+    exception is registration_without_deadline (the SETTLE variant): it has no Z3 encoding on
+    purpose (the explorer's whole-graph check catches it; the Z3 engine refuses it)."""
+    gaps = static_gaps(None)
+    assert gaps and {g.flag for g in gaps} == {"registration_without_deadline"}, gaps
     assert unknown_fields() == []
 
 
@@ -117,6 +120,9 @@ def test_the_encoding_agrees_under_every_variant(variant, cache):
     """The per-variant cross-check, on the sample the pre-proof gate takes."""
     v = VARIANTS[variant]
     got = check_encoding(get_config(v.config), v.design, variant)
+    if variant == "registration-without-deadline":      # not encoded on purpose (SETTLE only)
+        assert not got.ok and got.kind == "not encoded", got.reason
+        return
     assert got.ok, got.reason
     assert got.states > 0 and got.arbitrary > 0
 
