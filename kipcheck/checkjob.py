@@ -90,11 +90,19 @@ def _explore(config, variant, symmetry) -> dict:
     spec = KafkaSpec.named(config, variant)
     r = explore(spec, symmetry=symmetry)
     trace = clause = None
+    violation = r.violation
     if r.violation:
         clause = spec.clause_violated(r.violating_state)[1]
         trace = [s.to_json() for s in r.trace]
+    elif r.graph_violation:
+        # SETTLE / DEADLOCK (properties/graphcheck.py) count as the violation of a named check;
+        # the trace goes to the loop and once round it
+        from properties.graphcheck import GRAPH_CHECKS
+        violation = r.graph_violation
+        clause = GRAPH_CHECKS[violation][0]
+        trace = [s.to_json() for s in r.graph_trace + r.graph_stem + r.graph_loop]
     return {"config": config, "variant": variant or "correct", "distinct": r.distinct,
-            "seconds": r.seconds, "violation": r.violation, "clause": clause,
+            "seconds": r.seconds, "violation": violation, "clause": clause,
             "trace": trace, "complete": r.complete,
             "witnesses_missing": list(r.witnesses_missing),
             "flags_unreached": list(spec.flags_unreached())}

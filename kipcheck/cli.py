@@ -97,7 +97,8 @@ def cmd_explore(args) -> int:
         else:
             result = explore(spec, symmetry=args.symmetry, max_states=args.max_states,
                              max_depth=args.max_depth, progress=progress,
-                             graph=bool(args.graph_out))
+                             graph=bool(args.graph_out),
+                             graph_checks=not args.no_graph_checks)
     except ValueError as e:                                  # graph too large, bad bounds
         raise BadInput(str(e)) from None
     out = sys.stdout
@@ -125,9 +126,31 @@ def cmd_explore(args) -> int:
         else:
             written = False
     unreached = () if args.spark else spec.flags_unreached()
+    graph_violation = getattr(result, "graph_violation", None)
+    if result.violation is None and graph_violation is not None:
+        # SETTLE / DEADLOCK (properties/graphcheck.py): reported like a property violation
+        from properties.graphcheck import describe as describe_graph_violation
+        from properties.trace import Trace
+        print("no property violated", file=out)
+        for line in describe_graph_violation(spec, result):
+            print(line, file=out)
+        if args.trace_out or args.itf_out:
+            # the steps to the loop and once round it; a JSON trace names no property for it
+            trace = Trace(spec.cfg.name, spec.variant, tuple(result.graph_trace)
+                          + tuple(result.graph_stem) + tuple(result.graph_loop))
+            if args.trace_out and write_output("the trace", args.trace_out,
+                                               lambda: trace.dump(args.trace_out)):
+                print(f"trace (to the loop and once round it) written to {args.trace_out} "
+                      f"(replay: kipcheck replay {args.trace_out})", file=out)
+            if args.itf_out:
+                _write_itf(trace, args.itf_out, out)
+        return EXIT_VIOLATION
     if result.violation is None:
         print("no property violated" + ("" if result.complete else " within the bounds"),
               file=out)
+        if getattr(result, "graph_checked", False):
+            print(f"SETTLE and DEADLOCK hold: every state can reach a quiescent one "
+                  f"(graph {result.graph_bytes / 1e6:.1f} MB)", file=out)
         if unreached:
             print(f"indistinguishable from the correct design on {spec.cfg.name}: the branch "
                   f"of {', '.join(unreached)} was never reached (the model never read the "
@@ -926,6 +949,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--trace-out", help="write the counterexample as a JSON trace")
     e.add_argument("--itf-out", help="write the counterexample as an ITF trace")
     e.add_argument("--graph-out", help="write the state graph (.dot or .graphml; small configs)")
+    e.add_argument("--no-graph-checks", action="store_true",
+                   help="skip the whole-graph checks SETTLE and DEADLOCK (they record every "
+                   "transition: ~9 bytes each plus ~100 bytes per state while they run)")
     e.add_argument("--quiet", action="store_true", help="no progress on stderr")
     e.set_defaults(func=cmd_explore)
 

@@ -208,6 +208,15 @@ def variant_traces_markdown() -> str:
                      + ", ".join(_code(f) for f in v.flags))
         lines.append(f"- source: {v.source}")
         lines.append(f"- configuration: {_code(v.config)}; must break: {'/'.join(v.breaks)}")
+        if result.violation is None and getattr(result, "graph_violation", None):
+            # SETTLE / DEADLOCK (properties/graphcheck.py): the graph check's report
+            from properties.graphcheck import describe as describe_graph_violation
+            lines.append(f"- violated: **{result.graph_violation}** (a whole-graph check of the "
+                         f"explorer, docs/model.md section 5)")
+            lines.append(f"- reproduce: `kipcheck explore --config {v.config} --variant {v.name}`")
+            lines += ["", "```text"] + describe_graph_violation(spec, result)[1:] + ["```"]
+            parts.append("\n".join(lines) + "\n")
+            continue
         if result.violation is None:
             lines.append("- **NOT CAUGHT**: the explorer finds no violation on this "
                          "configuration" + ("" if result.complete else

@@ -73,7 +73,7 @@ def item_timeout(cfg: ModelConfig, d: Design, item: Item) -> int | None:
     """The channel's retry timeout for an item (F-17), None when it has none."""
     if item.kind == FORWARD:
         return None if d.forward_without_deadline else cfg.forward_timeout
-    return cfg.registration_timeout
+    return None if d.registration_without_deadline else cfg.registration_timeout
 
 
 def expired_item(s: State, cfg: ModelConfig, d: Design, n: int) -> Item | None:

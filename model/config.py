@@ -187,6 +187,7 @@ class Design:
     leak_envelope_error: bool = False
     versions_not_intersected: bool = False
     registration_no_recheck_after_success: bool = False
+    registration_without_deadline: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -281,6 +282,12 @@ VARIANTS = {v.name: v for v in (
             "and its success handler only counts (R-6, R-9); contradicts KIP-919 'If it is not, "
             "it will re-register.'", ("P3",), ("registration_no_recheck_after_success",),
             "kraft-registration", kind="finding"),
+    Variant("registration-without-deadline",
+            "the registration channel re-queues the registration forever, with no retry "
+            "timeout: with the leader gone the controller spins on its channel and never settles",
+            "KAFKA-10667 (no retry timeout on the controller channel) applied to the "
+            "registration channel; F-17, F-19, R-7", ("SETTLE",),
+            ("registration_without_deadline",), "kraft-registration-leader-loss"),
 )}
 
 

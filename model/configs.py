@@ -118,6 +118,17 @@ ZK_ENVELOPE_SECURITY = ModelConfig(
                "forged-envelope-refused"),
 )
 
+KRAFT_REGISTRATION_LEADER_LOSS = ModelConfig(
+    name="kraft-registration-leader-loss",
+    description="KRaft controller registration when the leader is lost for good: C1 leads and "
+                "is registered, C2 starts fresh and registers; C1 may crash and never come "
+                "back (no election, no restart), so C2's registration can only time out.",
+    mode=KRAFT, nodes=(_controller("C1"), _controller("C2")), clients=(), acls=ACLS,
+    registration=True, initial_controller=0, initially_registered=(0,),
+    max_crashes=1, registration_timeout=1, max_time=2,
+    witnesses=("controller-registered", "registration-timed-out"),
+)
+
 # -- small configurations: minutes, for nightly runs and the benchmark ----------------------
 
 ZK_SMALL = replace(
@@ -145,6 +156,6 @@ KRAFT_SMALL = replace(
 
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
-                               ZK_SMALL, KRAFT_SMALL)}
+                               KRAFT_REGISTRATION_LEADER_LOSS, ZK_SMALL, KRAFT_SMALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

@@ -68,9 +68,9 @@ from __future__ import annotations
 import sys
 import time
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, repeat
 from typing import Any
 
 from model.step import Step
@@ -121,6 +121,16 @@ class ExploreResult:
     stop_reason: str | None = None     # None, "violation", "max_states", "max_depth"
     visited_bytes: int = 0             # the permanent storage behind bytes_per_state
     fingerprints: Any = None           # keep_fingerprints: every stored fingerprint, sorted
+    # whole-graph checks (properties/graphcheck.py): run only on complete explorations
+    graph_checked: bool = False        # SETTLE and DEADLOCK were decided
+    graph_violation: str | None = None  # "SETTLE" or "DEADLOCK"
+    graph_trace: tuple = ()            # shortest steps to the first stuck/deadlocked state
+    graph_initial_index: int | None = None
+    graph_state: Any = None            # that state
+    graph_stem: tuple = ()             # SETTLE: steps from graph_state to the loop
+    graph_loop: tuple = ()             # SETTLE: the loop's steps (it comes back round)
+    graph_stuck: int = 0               # SETTLE: how many states cannot reach a settled one
+    graph_bytes: int = 0               # the recorded graph (bytes)
 
     @property
     def distinct_per_second(self) -> float:
@@ -158,6 +168,11 @@ class ExploreResult:
             "peak_frontier": self.peak_frontier, "peak_frontier_bytes": self.peak_frontier_bytes,
             "symmetry": self.symmetry, "stop_reason": self.stop_reason,
             "collision_probability_bound": self.collision_probability_bound,
+            "graph_checked": self.graph_checked, "graph_violation": self.graph_violation,
+            "graph_trace": [Step(*s).to_json() for s in self.graph_trace],
+            "graph_stem": [Step(*s).to_json() for s in self.graph_stem],
+            "graph_loop": [Step(*s).to_json() for s in self.graph_loop],
+            "graph_stuck": self.graph_stuck,
         }
 
 
@@ -214,8 +229,43 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
     return nxt, npar, None
 
 
+def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation,
+                    settled, rec):
+    """``_expand_fast`` that also records, for the whole-graph checks (properties/graphcheck.py),
+    whether each state is settled and the fingerprints of all its successors."""
+    nxt: dict = {}
+    npar: dict = {}
+    M = _MASK
+    n_cur = len(cur)
+    bits = rec.settled
+    out = rec.succ_fps
+    offsets = rec.offsets
+    for start in range(0, n_cur, _CHUNK):
+        end = min(start + _CHUNK, n_cur)
+        for idx in range(start, end):
+            state = cur[idx]
+            succ = successors(state)
+            v = violation(state, succ)
+            if v is not None and on_violation(v, idx):
+                return nxt, npar, idx
+            bits.append(1 if settled(state, succ) else 0)
+            here = cur_fps[idx]
+            for st, s in succ:
+                acount[st.action] += 1
+                f = fingerprint(s) & M
+                out.append(f)
+                if f != here and f not in nxt:
+                    nxt[f] = s
+                    npar[f] = idx
+            offsets.append(len(out))
+        if tick is not None:
+            tick(end, nxt)
+    return nxt, npar, None
+
+
 def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, tick,
-                    on_violation, *, canonical, wanted, witnesses_hit, reached, edges):
+                    on_violation, *, canonical, wanted, witnesses_hit, reached, edges,
+                    settled=None, rec=None):
     """Expand one level with symmetry and/or graph edges and/or per-transition witnesses."""
     nxt: dict = {}
     npar: dict = {}
@@ -229,6 +279,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
             v = violation(state, succ)
             if v is not None and on_violation(v, idx):
                 return nxt, npar, idx
+            if rec is not None:
+                rec.settled.append(1 if settled(state, succ) else 0)
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -236,6 +288,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                 if f != here and f not in nxt:
                     nxt[f] = s
                     npar[f] = idx
+                if rec is not None:
+                    rec.succ_fps.append(f)
                 if edges is not None:
                     edges.append((here, f, st))
                 if wanted:
@@ -245,6 +299,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                             if w in wanted:
                                 wanted.remove(w)
                                 reached.add(w)
+            if rec is not None:
+                rec.offsets.append(len(rec.succ_fps))
         if tick is not None:
             tick(end, nxt)
     return nxt, npar, None
@@ -252,7 +308,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
 
 def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
             max_depth: int | None = None, progress=None, graph: bool = False,
-            stop_at_violation: bool = True, keep_fingerprints: bool = False) -> ExploreResult:
+            stop_at_violation: bool = True, keep_fingerprints: bool = False,
+            graph_checks: bool = True) -> ExploreResult:
     """Breadth-first exploration of ``spec`` (see the module docstring).
 
     ``symmetry``: fingerprint ``spec.canonical(state)`` instead of the state.  ``max_states``:
@@ -263,7 +320,9 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     the result ``complete=False``.  ``progress``: a file (e.g. ``sys.stderr``) for a status line
     about every second.  ``graph``: also build the state graph (networkx; refused above
     ``GRAPH_LIMIT`` states).  ``stop_at_violation=False`` explores everything and reports the first
-    (shallowest) violation found."""
+    (shallowest) violation found.  ``graph_checks``: when the spec has ``settled(state, succ)``,
+    record the state graph compactly and, if the exploration is complete, run the whole-graph
+    checks SETTLE and DEADLOCK (properties/graphcheck.py; ``result.graph_violation``)."""
     if max_states is not None and max_states < 0:
         raise ValueError("max_states must be >= 0")
     if max_depth is not None and max_depth < 0:
@@ -287,6 +346,12 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     # witnesses_hit(None, None, state, wanted) once per distinct state (initial states
     # included) instead of once per transition.
     state_scope = getattr(spec, "witness_scope", "transition") == "state"
+    # Optional protocol extension: ``settled(state, succ)`` turns on the whole-graph checks.
+    settled = getattr(spec, "settled", None) if graph_checks else None
+    rec = None
+    if settled is not None:
+        from properties.graphcheck import GraphRecorder
+        rec = GraphRecorder()
 
     fp_levels: list[array] = []           # per level: sorted fingerprints
     par_levels: list[array] = []          # per level: parent index in the previous level
@@ -403,7 +468,12 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
             nxt, npar, stopped = _expand_general(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
                 on_violation, canonical=canonical, wanted=wanted if per_transition else None,
-                witnesses_hit=witnesses_hit, reached=reached, edges=edges)
+                witnesses_hit=witnesses_hit, reached=reached, edges=edges, settled=settled,
+                rec=rec)
+        elif rec is not None:
+            nxt, npar, stopped = _expand_checked(
+                cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
+                on_violation, settled, rec)
         else:
             nxt, npar, stopped = _expand_fast(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
@@ -473,6 +543,9 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
         visited_bytes=visited_bytes)
     if graph:
         result.graph = _build_graph(nodes, edges, describe)
+    if rec is not None and complete:
+        _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry)
+        result.seconds = time.perf_counter() - t0
     if keep_fingerprints:
         every = array("Q")
         for level in fp_levels:
@@ -506,6 +579,50 @@ def _rebuild_trace(spec, init, fp_levels, par_levels, vdepth, vidx, symmetry):
             raise RuntimeError(f"trace reconstruction failed at depth {d}: no successor has the "
                                f"recorded fingerprint (is successors() deterministic?)")
     return initial_index, tuple(steps), state
+
+
+def _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry) -> None:
+    """Run SETTLE and DEADLOCK on the recorded graph; fill ``result.graph_*``."""
+    from properties.graphcheck import check, stuck_loop
+    result.graph_bytes = rec.nbytes
+    found = check(rec, fp_levels)
+    result.graph_checked = True
+    if found is None:
+        return
+    kind, first, tgt, stuck = found
+    starts = list(accumulate(len(a) for a in fp_levels))
+    depth = bisect_right(starts, first)
+    idx = first - (starts[depth - 1] if depth else 0)
+    initial_index, trace, state = _rebuild_trace(spec, init, fp_levels, par_levels, depth, idx,
+                                                 symmetry)
+    result.graph_violation = kind
+    result.graph_trace = trace
+    result.graph_initial_index = initial_index
+    result.graph_state = state
+    if kind != "SETTLE":
+        return
+    result.graph_stuck = stuck
+    stem, cycle = stuck_loop(rec, tgt, first)
+    every_fp = array("Q")
+    for level in fp_levels:
+        every_fp.extend(level)
+    walk = (list(stem) + list(cycle) + [cycle[0]])[1:]      # the state numbers to step to
+    steps = []
+    M = _MASK
+    fingerprint = spec.fingerprint
+    canonical = spec.canonical
+    for target in walk:
+        want = every_fp[target]
+        for st, s in spec.successors(state):
+            if fingerprint(canonical(s) if symmetry else s) & M == want:
+                steps.append(st)
+                state = s
+                break
+        else:  # pragma: no cover - only on a non-deterministic successors()
+            raise RuntimeError("loop reconstruction failed: no successor has the recorded "
+                               "fingerprint (is successors() deterministic?)")
+    result.graph_stem = tuple(steps[:len(stem)])
+    result.graph_loop = tuple(steps[len(stem):])
 
 
 def replay(spec, initial_index: int, steps) -> list:

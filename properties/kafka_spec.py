@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from model import next as model_next
+from model.actions import time_pending
 from model.config import VARIANTS, Design, ModelConfig, design_for
 from model.configs import CONFIGS, SMALL
 from model.symmetry import canonical
@@ -91,6 +92,15 @@ class KafkaSpec:
     def violation(self, state, succ):
         found = registry.first_violation(state, self.cfg, self.design, succ)
         return None if found is None else found[0]
+
+    def settled(self, state, succ) -> bool:
+        """For the whole-graph checks (properties/graphcheck.py): ``model.next.quiescent``, or
+        cut by the time bound -- the clock is at ``max_time`` and something waits for a point
+        in time, so the bound, not the protocol, decides what comes next."""
+        cfg = self.cfg
+        if state.now >= cfg.max_time and time_pending(state, cfg, self.design):
+            return True
+        return model_next.quiescent(state, cfg, self.design, succ)
 
     def clause_violated(self, state):
         """(property ID, clause name) violated by ``state``, for reports."""

@@ -57,7 +57,9 @@ def test_encoding_agrees_with_the_model(config):
     states."""
     v = check_encoding(get_config(config), Design())
     assert v.ok, v.reason
-    assert v.states == fidelity.SAMPLE["limit"] and v.arbitrary == fidelity.SAMPLE["arbitrary"]
+    from tests.test_tiny_configs import PINNED      # a tiny configuration may have fewer
+    assert v.states == min(fidelity.SAMPLE["limit"], PINNED[config][0])
+    assert v.arbitrary == fidelity.SAMPLE["arbitrary"]
     assert v.steps > v.states + v.arbitrary
 
 

@@ -14,6 +14,7 @@ PINNED = {
     "kraft-registration": (36447, 36447),
     "kraft-listeners": (13832, 13832),
     "zk-envelope-security": (1626, 1626),
+    "kraft-registration-leader-loss": (252, 252),
 }
 
 

@@ -108,7 +108,8 @@ def _item(S: Sym, prefix: str) -> dict:
 def _item_timeout(cfg: ModelConfig, d: Design, kind):
     """(has a timeout, the timeout) for an item kind (model: item_timeout)."""
     fwd = not d.forward_without_deadline
-    return (If(Eq(kind, FORWARD), fwd, True),
+    reg = not d.registration_without_deadline
+    return (If(Eq(kind, FORWARD), fwd, reg),
             If(Eq(kind, FORWARD), cfg.forward_timeout, cfg.registration_timeout))
 
 
