@@ -89,21 +89,24 @@ def _explore(config, variant, symmetry) -> dict:
     from properties.kafka_spec import KafkaSpec
     spec = KafkaSpec.named(config, variant)
     r = explore(spec, symmetry=symmetry)
-    trace = clause = None
+    trace = clause = loop_start = None
     violation = r.violation
     if r.violation:
         clause = spec.clause_violated(r.violating_state)[1]
         trace = [s.to_json() for s in r.trace]
     elif r.graph_violation:
         # SETTLE / DEADLOCK (properties/graphcheck.py) count as the violation of a named check;
-        # the trace goes to the loop and once round it
-        from properties.graphcheck import GRAPH_CHECKS
+        # the trace goes to the deadlocked state, or to the loop (from step loop_start) and
+        # once round it
+        from properties.graphcheck import GRAPH_CHECKS, SETTLE
         violation = r.graph_violation
         clause = GRAPH_CHECKS[violation][0]
         trace = [s.to_json() for s in r.graph_trace + r.graph_stem + r.graph_loop]
+        if violation == SETTLE:
+            loop_start = len(r.graph_trace) + len(r.graph_stem)
     return {"config": config, "variant": variant or "correct", "distinct": r.distinct,
             "seconds": r.seconds, "violation": violation, "clause": clause,
-            "trace": trace, "complete": r.complete,
+            "trace": trace, "loop_start": loop_start, "complete": r.complete,
             "witnesses_missing": list(r.witnesses_missing),
             "flags_unreached": list(spec.flags_unreached())}
 

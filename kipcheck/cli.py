@@ -135,22 +135,29 @@ def cmd_explore(args) -> int:
         for line in describe_graph_violation(spec, result):
             print(line, file=out)
         if args.trace_out or args.itf_out:
-            # the steps to the loop and once round it; a JSON trace names no property for it
-            trace = Trace(spec.cfg.name, spec.variant, tuple(result.graph_trace)
-                          + tuple(result.graph_stem) + tuple(result.graph_loop))
+            # SETTLE: the steps to the loop and once round it, the loop starting after
+            # loop_start steps; DEADLOCK: the steps to the deadlocked state.  The trace names
+            # the check, and `kipcheck replay` re-checks it.
+            into = tuple(result.graph_trace) + tuple(result.graph_stem)
+            settle = graph_violation == "SETTLE"
+            trace = Trace(spec.cfg.name, spec.variant, into + tuple(result.graph_loop),
+                          engine="explore", graph_check=graph_violation,
+                          loop_start=len(into) if settle else None)
+            what = "to the loop and once round it" if settle else "to the deadlocked state"
             if args.trace_out and write_output("the trace", args.trace_out,
                                                lambda: trace.dump(args.trace_out)):
-                print(f"trace (to the loop and once round it) written to {args.trace_out} "
+                print(f"trace ({what}) written to {args.trace_out} "
                       f"(replay: kipcheck replay {args.trace_out})", file=out)
             if args.itf_out:
                 _write_itf(trace, args.itf_out, out)
         return EXIT_VIOLATION
     if result.violation is None:
-        print("no property violated" + ("" if result.complete else " within the bounds"),
-              file=out)
+        print("no property violated" + ("" if result.complete else " within the bounds")
+              + ("; whole-graph checks not run under --spark (SETTLE, DEADLOCK: run without "
+                 "--spark)" if args.spark else ""), file=out)
         if getattr(result, "graph_checked", False):
-            print(f"SETTLE and DEADLOCK hold: every state can reach a quiescent one "
-                  f"(graph {result.graph_bytes / 1e6:.1f} MB)", file=out)
+            print(f"SETTLE and DEADLOCK hold: every state can reach a settled one, and none is "
+                  f"deadlocked (graph {result.graph_bytes / 1e6:.1f} MB)", file=out)
         if unreached:
             print(f"indistinguishable from the correct design on {spec.cfg.name}: the branch "
                   f"of {', '.join(unreached)} was never reached (the model never read the "
@@ -237,6 +244,8 @@ def replay_and_print(trace, source: str, *, pytest: bool = False, itf_out: str |
         note = f" (recorded with model {trace.model_hash}; this is a different model version)"
     if pytest:
         print(as_pytest(trace), end="", file=out)
+    elif trace.graph_check is not None:
+        _print_graph_trace(trace, result, out)
     else:
         _print_trace(trace, out) if trace.property else print(
             f"trace of {len(trace.steps)} steps", file=out)
@@ -252,6 +261,23 @@ def replay_and_print(trace, source: str, *, pytest: bool = False, itf_out: str |
             print(f"Mermaid diagram written to {mermaid_out}", file=out)
         else:
             written = False
+    status = sys.stderr if pytest else out     # keep --pytest output a valid module
+    if result.graph is not None:
+        # SETTLE / DEADLOCK (properties/graphcheck.py): re-checked, not read off the end state
+        from properties.graphcheck import GRAPH_CHECKS
+        check = f"{trace.graph_check} [{GRAPH_CHECKS[trace.graph_check][0]}]"
+        if result.graph.reproduced is None:
+            print(f"inconclusive: {trace.config} [{trace.variant}] {check}: "
+                  f"{result.graph.detail}", file=status)
+            return EXIT_INCONCLUSIVE
+        if not result.reproduced:
+            raise BadInput(f"{source}: replays, but does not violate the recorded {check}: "
+                           f"{result.graph.detail}{note}")
+        if note:
+            print(f"note: trace{note}", file=sys.stderr)
+        print(f"reproduced: {trace.config} [{trace.variant}] violates {check} after "
+              f"{len(trace.steps)} steps: {result.graph.detail}", file=status)
+        return EXIT_VIOLATION
     if not result.reproduced:
         got = (f"{result.violation[0]} [{result.violation[1]}]" if result.violation
                else "no violation")
@@ -259,13 +285,37 @@ def replay_and_print(trace, source: str, *, pytest: bool = False, itf_out: str |
                        f"{trace.property or 'no violation'}{note}")
     if note:
         print(f"note: trace{note}", file=sys.stderr)
-    status = sys.stderr if pytest else out     # keep --pytest output a valid module
     if result.violation:
         print(f"reproduced: {trace.config} [{trace.variant}] violates {result.violation[0]} "
               f"[{result.violation[1]}] after {len(trace.steps)} steps", file=status)
         return EXIT_VIOLATION
     print(f"replayed {len(trace.steps)} steps: no property violated", file=status)
     return EXIT_OK if written else EXIT_BAD_INPUT
+
+
+def _print_graph_trace(trace, result, out) -> None:
+    """A SETTLE / DEADLOCK trace as ``kipcheck explore`` prints it: the steps in Kafka's words
+    with their ``Step(...)``, where the loop begins (SETTLE) or what is still owed in the last
+    state (DEADLOCK), and any property the last state also violates."""
+    from model.describe import describe_trace
+    from properties.graphcheck import GRAPH_CHECKS, SETTLE
+    from properties.kafka_spec import KafkaSpec
+    spec = KafkaSpec.named(trace.config, trace.variant)
+    name, statement = GRAPH_CHECKS[trace.graph_check]
+    print(f"counterexample ({len(trace.steps)} steps) to {trace.graph_check} {name}: "
+          f"{statement}", file=out)
+    texts = describe_trace(spec.cfg, spec.design, trace.steps)
+    for i, (st, text) in enumerate(zip(trace.steps, texts), 1):
+        if trace.graph_check == SETTLE and i == trace.loop_start + 1:
+            print(f"  the loop (steps {i}..{len(trace.steps)}, back to the state after step "
+                  f"{trace.loop_start}):", file=out)
+        print(f"  {i:>3}. {text}", file=out)
+        print(f"       Step({st.action!r}, {st.args!r}),", file=out)
+    for line in result.graph.facts:
+        print(line, file=out)
+    if result.violation:
+        print(f"  the last state also violates {result.violation[0]} [{result.violation[1]}]",
+              file=out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -725,28 +775,76 @@ def _branch_configs(text: str) -> list:
 
 
 def cmd_branches(args) -> int:
-    """A report, never a verdict: exit 0 whatever the coverage."""
+    """Branch coverage of model/actions.py.  On the standard measure (the tiny configurations
+    with every variant on its home configuration: the default) every unreached outcome must
+    have a recorded reason (properties/branches_unreached.toml) and every recorded reason must
+    name an outcome that is unreached: exit 1 otherwise, 0 if so.  Any other selection is a
+    report: exit 0 whatever the coverage."""
     from model.config import VARIANTS
-    from properties.branches import measure
+    from model.configs import TINY
+    from properties.branches import (STANDARD, ReasonsError, audit, load_reasons, measure,
+                                     reachable_percent)
     configs = _branch_configs(args.configs)
+    try:
+        reasons = load_reasons()
+    except ReasonsError as e:
+        raise BadInput(str(e)) from None
     specs = [_spec(c, None) for c in configs]
     if args.variants:
         specs += [_spec(v.config, v.name) for v in VARIANTS.values() if v.config in configs]
+    standard = bool(args.variants) and sorted(configs) == sorted(TINY)
     cov = measure(specs, progress=None if args.json or args.quiet else sys.stderr)
+    au = audit(cov, reasons)
+    code = EXIT_VIOLATION if standard and not au.ok else EXIT_OK
     if args.json:
-        print(json.dumps(cov.to_json(), indent=1))
-        return EXIT_OK
+        doc = cov.to_json()
+        doc["standard"] = standard
+        why = {(b.function, b.line, b.outcome): r for b, r in au.explained.items()}
+        for row in doc["unreached"]:
+            r = why.get((row["function"], row["line"], row["outcome"]))
+            row["reason"] = None if r is None else {"kind": r.kind, "reason": r.reason,
+                                                    "reached_by": list(r.reached_by)}
+        if standard:
+            doc["reachable_percent"] = round(reachable_percent(cov, au), 2)
+            doc["without_reason"] = len(au.unexplained)
+            doc["stale_reasons"] = [{"function": r.function, "outcome": r.outcome,
+                                     "text": r.text, "why": why_stale}
+                                    for r, why_stale in au.stale]
+        print(json.dumps(doc, indent=1))
+        return code
     out = sys.stdout
     what = ", every variant on its home configuration" if args.variants else ""
     print(f"branch coverage of {cov.path}: {cov.covered}/{cov.total} branch outcomes "
           f"({cov.percent:.1f}%) over {len(specs)} explorations ({', '.join(configs)}{what}; "
           f"{cov.seconds:.1f} s)", file=out)
+    if standard:
+        defensive = sum(1 for r in au.explained.values() if r.kind == "defensive")
+        print(f"  without the {defensive} outcomes recorded as defensive (unreachable by "
+              f"construction): {reachable_percent(cov, au):.1f}%", file=out)
     unreached = cov.unreached
     if unreached:
         print(f"unreached ({len(unreached)}):", file=out)
         for b in unreached:
             print(f"  {b.where(cov.path)}", file=out)
-    return EXIT_OK
+            r = au.explained.get(b)
+            if r is not None:
+                print(f"      {r.note()}", file=out)
+            elif standard:
+                print("      NO RECORDED REASON: reach it (a tiny configuration) or record why "
+                      "not in properties/branches_unreached.toml", file=out)
+    if not standard:
+        print(f"(reasons are recorded for the standard measure, {STANDARD}: `kipcheck "
+              f"branches` with no option; only that one is checked)", file=out)
+        return code
+    for r, why_stale in au.stale:
+        print(f"stale reason in properties/branches_unreached.toml: {r.function}: {r.outcome}  "
+              f"{r.text}: {why_stale}", file=out)
+    if au.ok:
+        print("every unreached outcome has a recorded reason", file=out)
+    else:
+        print(f"{len(au.unexplained)} unreached outcome(s) without a recorded reason, "
+              f"{len(au.stale)} stale reason(s)", file=out)
+    return code
 
 
 # --------------------------------------------------------------------------------------------
@@ -1045,11 +1143,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     br = sub.add_parser("branches", help="branch coverage of the model's steps "
                         "(model/actions.py) over exhaustive explorations: the branch outcomes "
-                        "no configuration reaches")
+                        "no configuration reaches, with their recorded reasons (exit 1 on the "
+                        "default selection if one has no reason or a reason is stale)")
     br.add_argument("--configs", default="tiny",
                     help="tiny (default), small, all, or a comma-separated list of names")
-    br.add_argument("--variants", action="store_true",
-                    help="also explore every variant on its home configuration (if selected)")
+    br.add_argument("--variants", action=argparse.BooleanOptionalAction, default=True,
+                    help="also explore every variant on its home configuration, if selected "
+                    "(default; --no-variants: the correct design only)")
     br.add_argument("--json", action="store_true", help="print the coverage as JSON on stdout")
     br.add_argument("--quiet", action="store_true", help="no progress on stderr")
     br.set_defaults(func=cmd_branches)
@@ -1069,6 +1169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from kipcheck.campaign.cli import add_campaign_parser
     add_campaign_parser(sub)
+    __import__("kipcheck.mutate_cli").mutate_cli.add_mutate_parser(sub)
     return p
 
 

@@ -43,9 +43,21 @@ def to_itf(result: ReplayResult) -> dict:
         states.append(obj)
     return {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
                       "source": f"kipcheck {trace.config} [{trace.variant}]",
-                      "description": f"violates {trace.property}" if trace.property else "trace",
+                      "description": _description(trace),
                       "model_hash": trace.model_hash},
             "vars": var_names, "states": states}
+
+
+def _description(trace) -> str:
+    """What the trace shows: a property, a whole-graph check (SETTLE: where its loop starts),
+    or nothing."""
+    if trace.property:
+        return f"violates {trace.property}"
+    if getattr(trace, "graph_check", None) == "SETTLE":
+        return f"violates SETTLE: the states from index {trace.loop_start} loop forever"
+    if getattr(trace, "graph_check", None):
+        return f"violates {trace.graph_check}: the last state is deadlocked"
+    return "trace"
 
 
 def write_itf(result: ReplayResult, path) -> None:

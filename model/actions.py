@@ -364,7 +364,8 @@ def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State
     if cfg.mode == ZK:
         if node.zk_active:
             return _controller_handles_client_mutation(s, cfg, d, n, c, reply)
-        if d.brokers_write_zk or not cfg.zk_forwarding:
+        if (d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch
+                or not cfg.zk_forwarding):
             return _broker_writes_zk(s, cfg, d, n, c)                              # F-5, Z-5
         return _broker_forwards_request(s, n, c)                                   # F-3
     if cfg.nodes[n].role == BROKER:
@@ -391,6 +392,12 @@ def _controller_handles_client_mutation(s: State, cfg: ModelConfig, d: Design, n
     return _controller_accepts_mutation(s, cfg, d, n, c, reply, False, False, False)
 
 
+def _epoch_holder(zk, epoch: int) -> int:
+    """The broker ZooKeeper records as having set /controller_epoch to ``epoch`` (a ghost:
+    only what a write records of it, for P1)."""
+    return zk.epoch_holders[epoch] if 0 <= epoch < len(zk.epoch_holders) else NO_NODE
+
+
 def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> State:
     """Z-5: a non-controller ZK broker writes configs/ACLs itself, guarded only by a check
     that some /controller exists (last writer wins)."""
@@ -400,7 +407,10 @@ def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> 
     zk = s.zk
     if zk.controller == NO_NODE:
         return _respond(s, c, Response(kafka.STALE_CONTROLLER_EPOCH))
-    write = Write(c, n, -1, zk.epoch, False, False, False)
+    # brokers-write-zk-under-controller-epoch: the write is a multi with a CheckOp on the
+    # /controller_epoch zkVersion the broker just read, so it carries the current epoch
+    believed = zk.epoch if d.brokers_write_zk_under_controller_epoch else -1
+    write = Write(c, n, believed, zk.epoch, False, False, False, _epoch_holder(zk, zk.epoch))
     s = replace(s, zk=replace(zk, writes=zk.writes + (write,)))
     return _respond(s, c, Response(kafka.NONE))
 
@@ -578,7 +588,7 @@ def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) ->
         return s if event.acked else _reply_not_controller(s, cfg, d, n, event.reply)
     if d.zombie_writes_unfenced or node.zk_epoch_version == zk.epoch_version:
         write = Write(event.req, n, node.zk_epoch, zk.epoch, event.via_envelope,
-                      event.privileged, event.sender_cluster_action)
+                      event.privileged, event.sender_cluster_action, _epoch_holder(zk, zk.epoch))
         s = replace(_set_node(s, n, node), zk=replace(zk, writes=zk.writes + (write,)))
         return s if event.acked else _send_reply(s, cfg, n, event.reply, kafka.NONE, kafka.NONE)
     node = replace(node, zk_active=False, zk_epoch=-1, zk_epoch_version=-1)
@@ -678,7 +688,8 @@ def _publish_record(cfg: ModelConfig, d: Design, n: int, node: Node, rec: Record
     registration for its ID says whether this incarnation is registered; a registration or a
     feature change queues the send check."""
     if cfg.registration and cfg.nodes[n].role == CONTROLLER:
-        if rec.kind == REGISTER_CONTROLLER and rec.a == n and not d.registration_trusts_response:
+        if (rec.kind == REGISTER_CONTROLLER and rec.a == n and not d.registration_trusts_response
+                and not (d.registration_never_confirmed and rec.b == node.incarnation)):
             node = replace(node, registered_in_log=rec.b == node.incarnation, send_requested=True)
         elif rec.kind == FEATURE_LEVEL:
             node = replace(node, send_requested=True)
@@ -718,7 +729,12 @@ def broker_elects_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> S
     if (cfg.mode != ZK or not node.alive or node.session_expired or node.zk_active
             or zk.controller != NO_NODE or s.elections_left <= 0):
         return None
-    zk = replace(zk, controller=n, epoch=zk.epoch + 1, epoch_version=zk.epoch_version + 1)
+    # election-keeps-epoch: the multi-op rewrites /controller_epoch with the value it holds
+    # (the zkVersion still moves: ZooKeeper bumps it on every setData)
+    epoch = zk.epoch if d.election_keeps_epoch else zk.epoch + 1
+    holders = zk.epoch_holders[:epoch] + (n,) + zk.epoch_holders[epoch + 1:]
+    zk = replace(zk, controller=n, epoch=epoch, epoch_version=zk.epoch_version + 1,
+                 epoch_holders=holders)
     node = replace(node, zk_active=True, zk_epoch=zk.epoch, zk_epoch_version=zk.epoch_version,
                    known_controller=n)
     return replace(_set_node(s, n, node), zk=zk, elections_left=s.elections_left - 1)

@@ -188,6 +188,9 @@ class Design:
     versions_not_intersected: bool = False
     registration_no_recheck_after_success: bool = False
     registration_without_deadline: bool = False
+    election_keeps_epoch: bool = False
+    brokers_write_zk_under_controller_epoch: bool = False
+    registration_never_confirmed: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -249,7 +252,7 @@ VARIANTS = {v.name: v for v in (
             ("registration_trusts_response",), "kraft-registration"),
     Variant("registration-pending-stuck",
             "a registration timeout never clears the pending-RPC flag",
-            "KAFKA-20247 (KAFKA-18874); R-6", ("P3",), ("registration_pending_stuck",),
+            "KAFKA-20247 (KAFKA-18874); R-6", ("P3", "DEADLOCK"), ("registration_pending_stuck",),
             "kraft-registration"),
     Variant("envelope-any-listener",
             "the ZK controller accepts envelopes on client listeners",
@@ -288,6 +291,28 @@ VARIANTS = {v.name: v for v in (
             "KAFKA-10667 (no retry timeout on the controller channel) applied to the "
             "registration channel; F-17, F-19, R-7", ("SETTLE",),
             ("registration_without_deadline",), "kraft-registration-leader-loss"),
+    Variant("election-keeps-epoch",
+            "a newly elected ZK controller's multi-op rewrites /controller_epoch with the epoch "
+            "it holds instead of bumping it (the zkVersion still moves), so the deposed "
+            "controller and the new one both act as controller of one epoch; the zombie's "
+            "writes are still fenced by the zkVersion",
+            "Z-1 (election bumps /controller_epoch by a CAS); KIP-590 'single writer': the "
+            "controller epoch must name one controller", ("P1",), ("election_keeps_epoch",),
+            "zk-forward-zombie"),
+    Variant("brokers-write-zk-under-controller-epoch",
+            "non-controller ZK brokers write configs/ACLs to ZooKeeper themselves, each write a "
+            "multi with a CheckOp on the /controller_epoch zkVersion they just read, so every "
+            "write carries the current epoch without being the controller's",
+            "KIP-590: 'make the controller as the single writer to modify the config metadata "
+            "in ZK'; Z-2, Z-5", ("P1",), ("brokers_write_zk_under_controller_epoch",),
+            "zk-forward-zombie"),
+    Variant("registration-never-confirmed",
+            "a controller's registration manager acts on a RegisterControllerRecord for its ID "
+            "only when it names another incarnation (it re-registers) and ignores the one naming "
+            "its own, so it never learns that it is registered",
+            "KIP-919: 'Each controller will check that the controller registration for its ID "
+            "is as expected'; R-8", ("P3",), ("registration_never_confirmed",),
+            "kraft-registration"),
 )}
 
 

@@ -129,6 +129,60 @@ KRAFT_REGISTRATION_LEADER_LOSS = ModelConfig(
     witnesses=("controller-registered", "registration-timed-out"),
 )
 
+# -- tiny configurations that reach the branches the ones above leave out (kipcheck branches) -
+
+ZK_CONTROLLER_CRASH = ModelConfig(
+    name="zk-controller-crash",
+    description="ZK crashes and restarts: B1 is controller and its principal builder does not "
+                "implement KafkaPrincipalSerde, so it closes every envelope connection (F-23); "
+                "B2 forwards A1's CreateTopics; one node can crash and restart (B1 "
+                "only once its session has expired), B1's session can expire, B2 be elected.",
+    mode=ZK,
+    nodes=(NodeSpec("B1", BROKER, (CLIENT, INTERNAL), "broker", principal_serde=False),
+           _broker("B2")),
+    clients=(_mutation("A1", 1),), acls=ACLS,
+    initial_controller=0, max_elections=1, max_session_expiries=1, max_crashes=1,
+    max_restarts=1,
+    witnesses=("mutation-acknowledged", "forward-succeeds-after-not-controller",
+               "request-timed-out", "controller-moved"),
+)
+
+KRAFT_MISCONFIGURED = ModelConfig(
+    name="kraft-misconfigured",
+    description="KRaft misconfigurations: B1's principal lacks CLUSTER_ACTION, so C1 refuses "
+                "its envelope with A1's CreateTopics (F-28); C1 (leader) has no principal serde "
+                "(F-29a), met by F1's own EnvelopeRequest on the controller listener; U1 (no "
+                "ACLs) sends a mutation to C1 directly (D-7); C2's principal lacks "
+                "CLUSTER_ACTION, so its registration is refused (R-12) and it backs off; D1 "
+                "asks C2, which may not have replayed metadata.version yet, for an unknown "
+                "endpoint type (D-1.1, D-3.1); the network holds one message at a time.",
+    mode=KRAFT,
+    nodes=(_broker("B1", principal="broker-b3"),
+           NodeSpec("C1", CONTROLLER, (CONTROLLER_L,), "broker", principal_serde=False),
+           NodeSpec("C2", CONTROLLER, (CONTROLLER_L,), "broker-b3")),
+    clients=(_mutation("A1", 0),
+             _mutation("U1", 1, principal="user", listener="CONTROLLER"),
+             ClientSpec("F1", "broker", FORGED_ENVELOPE, 1, "CONTROLLER", kafka.CREATE_TOPICS,
+                        claimed_principal="admin"),
+             _describe("D1", 2, kafka.ENDPOINT_UNKNOWN, "CONTROLLER")),
+    acls=ACLS, registration=True, initial_controller=1, initially_registered=(1,),
+    max_in_flight=1,
+    witnesses=("envelope-rejected-cluster-authorization", "mutation-denied",
+               "request-timed-out", "registration-timed-out"),
+)
+
+KRAFT_REGISTRATION_LEADER_CHANGE = ModelConfig(
+    name="kraft-registration-leader-change",
+    description="KRaft registration across a leader change: C1 leads and is registered, C2 "
+                "registers; C2 can be elected while its request to C1 is on the wire (C1 "
+                "answers NOT_CONTROLLER and the channel retries), or C1 can crash and C2 be "
+                "elected with the old leader dead.",
+    mode=KRAFT, nodes=(_controller("C1"), _controller("C2")), clients=(), acls=ACLS,
+    registration=True, initial_controller=0, initially_registered=(0,),
+    max_crashes=1, max_elections=1, registration_timeout=1, max_time=3,
+    witnesses=("controller-registered", "registration-timed-out", "controller-moved"),
+)
+
 # -- small configurations: minutes, for nightly runs and the benchmark ----------------------
 
 ZK_SMALL = replace(
@@ -154,8 +208,44 @@ KRAFT_SMALL = replace(
                "request-timed-out", "connection-closed-for-renegotiation"),
 )
 
+# The standard small tier: every sub-protocol and every fault kind the mode has, on at once.
+
+ZK_ALL = ModelConfig(
+    name="zk-all", tier="small",
+    description="ZK with everything on: B1 is controller; B2 forwards A1's "
+                "IncrementalAlterConfigs; D1 asks B1 for the brokers (DescribeCluster on the "
+                "client listener); one election, one session expiry, one crash, one restart, "
+                "one lost message.",
+    mode=ZK, nodes=(_broker("B1"), _broker("B2")),
+    clients=(_mutation("A1", 1, api=kafka.INCREMENTAL_ALTER_CONFIGS),
+             _describe("D1", 0, kafka.ENDPOINT_BROKER, "CLIENT")),
+    acls=ACLS, initial_controller=0, max_elections=1, max_session_expiries=1, max_crashes=1,
+    max_restarts=1, max_drops=1,
+    witnesses=("mutation-acknowledged", "zombie-write-fenced",
+               "forward-succeeds-after-not-controller", "request-timed-out", "controller-moved",
+               "forward-applied-twice", "describe-lists-brokers"),
+)
+
+KRAFT_ALL = ModelConfig(
+    name="kraft-all", tier="small",
+    description="KRaft with everything on that fits in minutes: B1 forwards A1's CreateTopics "
+                "to C1, the registered leader; D1 asks C1 for the controllers (DescribeCluster "
+                "on the controller listener); one crash, one restart (C1 comes back as a new "
+                "incarnation and registers again), one lost message.  No election: with a "
+                "second controller the state space passes 1.5 million states.",
+    mode=KRAFT, nodes=(_broker("B1"), _controller("C1")),
+    clients=(_mutation("A1", 0), _describe("D1", 1, kafka.ENDPOINT_CONTROLLER, "CONTROLLER")),
+    acls=ACLS, registration=True, initial_controller=1, initially_registered=(1,),
+    max_crashes=1, max_restarts=1, max_drops=1,
+    witnesses=("mutation-acknowledged", "request-timed-out", "forward-applied-twice",
+               "forward-succeeds-after-not-controller", "restarted-controller-registered",
+               "registration-timed-out", "describe-lists-controllers"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
-                               KRAFT_REGISTRATION_LEADER_LOSS, ZK_SMALL, KRAFT_SMALL)}
+                               KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
+                               KRAFT_MISCONFIGURED, KRAFT_REGISTRATION_LEADER_CHANGE,
+                               ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

@@ -182,6 +182,10 @@ def _effects(cfg: ModelConfig, b: State, a: State, skip=(), consumed: Msg | None
             if w.writer_epoch < 0:
                 out.append(f"{node_name(cfg, w.writer)}, not the controller, writes "
                            f"{_request(cfg, w.req)} to ZooKeeper itself")
+            elif not b.nodes[w.writer].zk_active:
+                out.append(f"{node_name(cfg, w.writer)}, not the controller, writes "
+                           f"{_request(cfg, w.req)} to ZooKeeper itself, checked against "
+                           f"/controller_epoch epoch {w.writer_epoch}")
             else:
                 out.append(f"{node_name(cfg, w.writer)} writes {_request(cfg, w.req)} to "
                            f"ZooKeeper as controller of epoch {w.writer_epoch}")
@@ -606,9 +610,13 @@ def _broker_elects_controller(cfg, n, b, a):
     if b is None:
         return (f"{name} wins the controller election: it creates /controller and bumps "
                 f"/controller_epoch")
-    z = b.zk
-    return (f"{name} wins the controller election: it creates /controller and moves "
-            f"/controller_epoch to epoch {z.epoch + 1}, zkVersion {z.epoch_version + 1}")
+    z = a.zk if a is not None else b.zk
+    if a is None:
+        return (f"{name} wins the controller election: it creates /controller and moves "
+                f"/controller_epoch to epoch {z.epoch + 1}, zkVersion {z.epoch_version + 1}")
+    kept = " (the epoch it already held)" if z.epoch == b.zk.epoch else ""
+    return (f"{name} wins the controller election: it creates /controller and sets "
+            f"/controller_epoch to epoch {z.epoch}{kept}, zkVersion {z.epoch_version}")
 
 
 def _controller_becomes_leader(cfg, c, b, a):
@@ -793,17 +801,35 @@ def _field_zk_controllers(cfg, d, s):
     return out or ["no broker acts as controller"]
 
 
+def _epoch_holder_name(cfg, s, epoch):
+    holders = s.zk.epoch_holders
+    n = holders[epoch] if 0 <= epoch < len(holders) else NO_NODE
+    return "nobody" if n == NO_NODE else node_name(cfg, n)
+
+
 def _field_zk_writes(cfg, d, s):
     out = []
     for i, w in enumerate(s.zk.writes, 1):
+        holder = _epoch_holder_name(cfg, s, w.zk_epoch)
         if w.writer_epoch < 0:
             who = f"by {node_name(cfg, w.writer)}, which is not a controller,"
+        elif holder != node_name(cfg, w.writer) and w.writer_epoch == w.zk_epoch:
+            who = (f"by {node_name(cfg, w.writer)} with a CheckOp on epoch {w.writer_epoch}'s "
+                   f"zkVersion")
         else:
             who = f"by {node_name(cfg, w.writer)} as controller of epoch {w.writer_epoch}"
         stale = "" if w.writer_epoch == w.zk_epoch else ": not the current epoch"
+        if holder != node_name(cfg, w.writer):
+            stale += f"; ZooKeeper records {holder} as the winner of epoch {w.zk_epoch}"
         out.append(f"ZooKeeper write {i}: {_request(cfg, w.req)}, written {who} while "
                    f"/controller_epoch was epoch {w.zk_epoch}{stale}")
     return out or ["ZooKeeper holds no config or ACL write"]
+
+
+def _field_zk_epoch_holders(cfg, d, s):
+    return [f"ZooKeeper records {_epoch_holder_name(cfg, s, e)} as the winner of epoch {e} "
+            f"(the multi-op that set /controller_epoch to {e})"
+            for e in range(1, len(s.zk.epoch_holders))] or ["no epoch was won yet"]
 
 
 def _field_metadata_log(cfg, d, s):
@@ -1035,6 +1061,7 @@ FIELDS = {
     "active-controller": _field_active_controller,
     "zk-controllers": _field_zk_controllers,
     "zk-writes": _field_zk_writes,
+    "zk-epoch-holders": _field_zk_epoch_holders,
     "metadata-log": _field_metadata_log,
     "metadata-caches": _field_metadata_caches,
     "envelopes-in-flight": _field_envelopes,

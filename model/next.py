@@ -121,7 +121,8 @@ def initial_state(cfg: ModelConfig) -> State:
     zk, quorum = Zk(), Quorum()
     epoch = 0 if ic == NO_NODE else 1
     if cfg.mode == ZK:
-        zk = Zk(controller=ic, epoch=epoch, epoch_version=epoch)
+        zk = Zk(controller=ic, epoch=epoch, epoch_version=epoch,
+                epoch_holders=(NO_NODE,) if ic == NO_NODE else (NO_NODE, ic))
     else:
         quorum = Quorum(leader=ic, epoch=epoch, log=log)
     return State(now=0, nodes=tuple(nodes), clients=tuple(Client() for _ in cfg.clients),

@@ -102,6 +102,9 @@ class Write(NamedTuple):
     via_envelope: bool
     privileged: bool    # the envelope arrived on the privileged listener (F-24)
     sender_cluster_action: bool  # the envelope's sender had CLUSTER_ACTION (F-25)
+    # ghost: the broker ZooKeeper records as having set /controller_epoch to its value at the
+    # time of the write (Zk.epoch_holders[zk_epoch] then); NO_NODE: none
+    zk_holder: int = NO_NODE
 
 
 class Record(NamedTuple):
@@ -170,6 +173,9 @@ class Zk:
     epoch: int = 0                  # /controller_epoch data
     epoch_version: int = 0          # /controller_epoch zkVersion
     writes: tuple = ()              # tuple[Write], in order
+    # ghost (no action reads it; P1 does): epoch_holders[e] is the broker whose multi-op last
+    # set /controller_epoch to e, as ZooKeeper's transaction log records it (NO_NODE: none)
+    epoch_holders: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Branch", "Coverage", "branch_points", "measure", "EXIT"]
+__all__ = ["Branch", "Coverage", "branch_points", "measure", "EXIT", "Reason", "Audit",
+           "load_reasons", "audit", "normalise", "reachable_percent", "UNREACHED_RESOURCE",
+           "ReasonsError", "STANDARD"]
 
 EXIT = -1                       # the arc target of a 'return' event: the function returned
 
@@ -54,6 +56,17 @@ class Branch:
     def where(self, path: str = "model/actions.py") -> str:
         """``path:LINE in FUNCTION: OUTCOME  source``, as the CLI prints it."""
         return f"{path}:{self.line} in {self.function}: {self.outcome}  {self.text}"
+
+    @property
+    def key(self) -> tuple:
+        """(function, outcome, normalised source line): what the reasons file names, with no
+        line number, so an edit elsewhere in the module does not invalidate it."""
+        return (self.function, self.outcome, normalise(self.text))
+
+
+def normalise(text: str) -> str:
+    """A source line with its whitespace collapsed (the key of a recorded reason)."""
+    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -127,11 +140,22 @@ def _within(pos, node) -> bool:
             and (end_line, end_col) <= (node.end_lineno, node.end_col_offset))
 
 
+_ANALYSED: dict = {}             # (path, source) -> (path, probes): the analysis takes seconds
+
+
 def _analyse(module):
-    """Branches of ``module`` and their probes, from its source and its compiled code."""
+    """Branches of ``module`` and their probes, from its source and its compiled code (cached
+    per source text)."""
     path = inspect.getsourcefile(module)
     with open(path, encoding="utf-8") as f:
         source = f.read()
+    if (path, source) not in _ANALYSED:
+        _ANALYSED.clear()
+        _ANALYSED[(path, source)] = _analyse_source(path, source)
+    return _ANALYSED[(path, source)]
+
+
+def _analyse_source(path: str, source: str):
     lines = source.splitlines()
     tree = ast.parse(source, path)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
@@ -324,3 +348,132 @@ def measure(specs, module=None, *, progress=None, stop_at_violation: bool = Fals
                   f"branch outcomes, {time.perf_counter() - t:.1f} s", file=progress)
     return Coverage(tuple(probes), reached, mod.__name__.replace(".", "/") + ".py",
                     time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------------------------
+# Recorded reasons for the outcomes the standard measure does not reach
+
+UNREACHED_RESOURCE = "branches_unreached.toml"
+REASON_KINDS = ("defensive", "variant", "small")
+# The standard measure the reasons are recorded for: every tiny configuration under the correct
+# design, plus every design variant on its home configuration.
+STANDARD = "tiny configurations, correct design and every variant on its home configuration"
+
+
+class ReasonsError(ValueError):
+    """The reasons file is malformed (one line saying where)."""
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why one unreached branch outcome is not reached.  ``kind``: ``defensive`` (no state of
+    the model can take it: a guard for hand-written steps, or a case every caller rules out),
+    ``variant`` (only a design variant reaches it, on a configuration other than its home) or
+    ``small`` (only a small configuration reaches it).  ``reached_by``: the explorations that do
+    reach it (``config[variant]``), measured once and recorded."""
+    function: str
+    outcome: str
+    text: str
+    kind: str
+    reason: str
+    reached_by: tuple = ()
+
+    @property
+    def key(self) -> tuple:
+        return (self.function, self.outcome, normalise(self.text))
+
+    def note(self) -> str:
+        by = f" Reached by {', '.join(self.reached_by)}." if self.reached_by else ""
+        return f"{self.kind}: {self.reason}{by}"
+
+
+def _toml(text: str) -> dict:
+    try:
+        import tomllib
+    except ImportError:                 # pragma: no cover (Python 3.10)
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ReasonsError("reading the branch reasons needs Python 3.11 (tomllib) or "
+                               "the tomli package") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ReasonsError(f"{UNREACHED_RESOURCE}: {e}") from None
+
+
+def load_reasons(text: str | None = None) -> list:
+    """The recorded reasons: ``text`` (TOML), by default the package's
+    ``properties/branches_unreached.toml`` (package data)."""
+    if text is None:
+        from importlib import resources
+        text = resources.files("properties").joinpath(UNREACHED_RESOURCE).read_text("utf-8")
+    data = _toml(text)
+    out, seen = [], set()
+    for i, row in enumerate(data.get("unreached", []), 1):
+        where = f"{UNREACHED_RESOURCE}: entry {i}"
+        missing = {"function", "outcome", "text", "kind", "reason"} - set(row)
+        if missing:
+            raise ReasonsError(f"{where}: missing {', '.join(sorted(missing))}")
+        unknown = set(row) - {"function", "outcome", "text", "kind", "reason", "reached_by"}
+        if unknown:
+            raise ReasonsError(f"{where}: unknown field {', '.join(sorted(unknown))}")
+        if row["outcome"] not in ("true", "false"):
+            raise ReasonsError(f"{where}: outcome must be true or false")
+        if row["kind"] not in REASON_KINDS:
+            raise ReasonsError(f"{where}: kind must be one of {', '.join(REASON_KINDS)}")
+        r = Reason(row["function"], row["outcome"], row["text"], row["kind"],
+                   " ".join(row["reason"].split()), tuple(row.get("reached_by", ())))
+        if r.key in seen:
+            raise ReasonsError(f"{where}: {r.function} {r.outcome} is listed twice")
+        seen.add(r.key)
+        out.append(r)
+    return out
+
+
+@dataclass
+class Audit:
+    """The unreached outcomes of a measure against the recorded reasons.  ``explained``:
+    unreached outcome -> its reason; ``unexplained``: unreached outcomes without one;
+    ``stale``: (reason, why) for a reason that names no branch of the module, or a branch that
+    the measure reached (the reason no longer holds)."""
+    explained: dict
+    unexplained: list
+    stale: list
+
+    @property
+    def ok(self) -> bool:
+        return not self.unexplained and not self.stale
+
+
+def audit(cov: Coverage, reasons: list) -> Audit:
+    """Match the unreached outcomes of ``cov`` with ``reasons`` by key (function, outcome,
+    normalised source line).  One reason covers every branch with its key (two identical lines
+    in one function); each of them must be unreached."""
+    by_key = {r.key: r for r in reasons}
+    got = cov.covered_set
+    explained, unexplained = {}, []
+    for b in cov.unreached:
+        r = by_key.get(b.key)
+        if r is None:
+            unexplained.append(b)
+        else:
+            explained[b] = r
+    keys = {}
+    for b in cov.branches:
+        keys.setdefault(b.key, []).append(b)
+    stale = []
+    for r in reasons:
+        branches = keys.get(r.key)
+        if not branches:
+            stale.append((r, "names no branch outcome of the module"))
+        elif any(b in got for b in branches):
+            stale.append((r, "the outcome is reached"))
+    return Audit(explained, unexplained, stale)
+
+
+def reachable_percent(cov: Coverage, reasons_audit: Audit) -> float:
+    """Coverage of the outcomes not recorded as defensive (unreachable by construction)."""
+    defensive = sum(1 for r in reasons_audit.explained.values() if r.kind == "defensive")
+    total = cov.total - defensive
+    return 100.0 * cov.covered / total if total else 100.0

@@ -232,12 +232,13 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
 def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation,
                     settled, rec):
     """``_expand_fast`` that also records, for the whole-graph checks (properties/graphcheck.py),
-    whether each state is settled and the fingerprints of all its successors."""
+    each state's status (``settled`` here is ``graphcheck.status_of(spec)``: OPEN, SETTLED or
+    DEADLOCKED) and the fingerprints of all its successors."""
     nxt: dict = {}
     npar: dict = {}
     M = _MASK
     n_cur = len(cur)
-    bits = rec.settled
+    bits = rec.status
     out = rec.succ_fps
     offsets = rec.offsets
     for start in range(0, n_cur, _CHUNK):
@@ -248,7 +249,7 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
             v = violation(state, succ)
             if v is not None and on_violation(v, idx):
                 return nxt, npar, idx
-            bits.append(1 if settled(state, succ) else 0)
+            bits.append(settled(state, succ))
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -280,7 +281,7 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
             if v is not None and on_violation(v, idx):
                 return nxt, npar, idx
             if rec is not None:
-                rec.settled.append(1 if settled(state, succ) else 0)
+                rec.status.append(settled(state, succ))
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -346,11 +347,14 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     # witnesses_hit(None, None, state, wanted) once per distinct state (initial states
     # included) instead of once per transition.
     state_scope = getattr(spec, "witness_scope", "transition") == "state"
-    # Optional protocol extension: ``settled(state, succ)`` turns on the whole-graph checks.
+    # Optional protocol extension: ``settled(state, succ)`` (and, optionally,
+    # ``deadlocked(state, succ)``) turns on the whole-graph checks; ``settled`` below is the
+    # per-state status function (graphcheck.status_of).
     settled = getattr(spec, "settled", None) if graph_checks else None
     rec = None
     if settled is not None:
-        from properties.graphcheck import GraphRecorder
+        from properties.graphcheck import GraphRecorder, status_of
+        settled = status_of(spec)
         rec = GraphRecorder()
 
     fp_levels: list[array] = []           # per level: sorted fingerprints

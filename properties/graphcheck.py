@@ -3,68 +3,113 @@ graph it built: SETTLE (the cluster can always settle) and DEADLOCK.
 
 The explorer (``explore(graph_checks=True)``, the default) records, for every state it expands
 and in the order it expands them (breadth-first: the order of the stored levels, so a state's
-number is its global index), whether the spec calls it *settled* (``spec.settled(state, succ)``)
+number is its global index), its *status* -- OPEN, SETTLED or DEADLOCKED (``status_of``) --
 and the fingerprints of its successors: one ``bytearray`` entry per state and one ``array('Q')``
 entry (8 bytes) per transition, plus an ``array('Q')`` offset per state.  Nothing else: no
 networkx graph.  After a COMPLETE exploration (not one stopped by a violation, ``max_states`` or
 ``max_depth``: part of the graph is unknown then) ``check`` maps the successor fingerprints to
 state numbers (one dict, freed at once) and decides:
 
-* DEADLOCK: a state that is not settled and has no successor at all (not even a fault);
-* SETTLE (``AG EF settled``): from every reachable state a settled state is reachable.  Backward
-  reachability: mark the settled states, propagate along reversed edges (a compact reversed
-  adjacency, two ``array('I')``); every unmarked state is *stuck*.  Every successor of a stuck
-  state is stuck, so following successors from one stays among stuck states and, the graph
-  being finite, comes round: that cycle is the loop the cluster is caught in.
+* DEADLOCK: a DEADLOCKED state is reachable;
+* SETTLE (``AG EF settled``): from every reachable state a SETTLED state is reachable.
+  Backward reachability: mark the settled states, propagate along reversed edges (a compact
+  reversed adjacency, two ``array('I')``); every unmarked state is *stuck*.  Every successor of
+  a stuck state is stuck, so following successors from one stays among stuck states and, the
+  graph being finite, comes round: that cycle is the loop the cluster is caught in.
 
-Both counterexamples are the shortest: the first offending state in breadth-first order.  A
-DEADLOCK is reported before SETTLE (a deadlocked state is also stuck).
+Both counterexamples are the shortest: the first offending state in breadth-first order.
 
-For the Kafka model (``KafkaSpec.settled``) settled means ``model.next.quiescent`` -- no
-progress step is enabled, faults do not count -- or *cut by the time bound*: the clock is at
-``max_time`` and something waits for a point in time (a deadline or a backoff timer), so what
-comes next is decided by the bound, not by the protocol (the states a TLC constraint cuts
-off).  So the check is a bounded one, and it finds the loops no clock can end: a loop in which
-nothing waits for time.
+A spec says what the statuses are (``status_of``): SETTLED where ``settled(state, succ)``;
+DEADLOCKED where it is not settled and has no successor at all (TLC's deadlock), or where its
+optional ``deadlocked(state, succ)`` says so; OPEN otherwise.
+
+For the Kafka model (``KafkaSpec.graph_status``), as TLC tells a deadlock from a proper
+termination:
+
+* SETTLED: no progress step is enabled (``model.next.quiescent``: faults do not count) and no
+  work is outstanding (``properties.outstanding``), or *cut by the time bound*: the clock is
+  at ``max_time`` and something waits for a point in time (a deadline or a backoff timer), so
+  what comes next is decided by the bound, not by the protocol (the states a TLC constraint
+  cuts off).
+* DEADLOCKED: no progress step is enabled, the bound did not cut it, and work is outstanding:
+  a live node or client waits for something nothing in the state can deliver (an unanswered
+  request, a channel item, a pending registration RPC, a queued registration check...).  Only
+  faults could still happen; waiting for one is not a protocol.
+* OPEN: a progress step is enabled.
+
+A deadlocked state does **not** count as settled: the cluster has stopped, but not finished.
+DEADLOCK is reported before SETTLE (TLC reports a deadlock first too), so a SETTLE report
+always means that no state is deadlocked and the stuck states are caught in a loop; and a
+deadlock shows as DEADLOCK, never as the SETTLE violation of the states that can only reach it.
+The check is bounded (the time bound cuts), and finds the loops no clock can end: loops in
+which nothing waits for time.
+
+``replay_check`` re-checks a graph-check trace (``kipcheck replay``): for SETTLE that the loop
+comes back to its start and that no settled state is reachable from it (the explorer re-run
+from that state); for DEADLOCK that the last state is deadlocked.
 """
 from __future__ import annotations
 
 from array import array
 from itertools import accumulate, chain
+from typing import NamedTuple
 
-__all__ = ["SETTLE", "DEADLOCK", "GRAPH_CHECKS", "GraphRecorder", "check", "stuck_loop"]
+__all__ = ["SETTLE", "DEADLOCK", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
+           "GraphRecorder", "status_of", "check", "stuck_loop", "replay_check", "can_settle"]
 
 SETTLE = "SETTLE"
 DEADLOCK = "DEADLOCK"
 # ID -> (name, statement), as registry.PROPERTIES names the state properties
 GRAPH_CHECKS = {
     SETTLE: ("cluster-can-settle",
-             "from every reachable state a quiescent state is reachable (AG EF quiescent): the "
-             "cluster can always settle"),
+             "from every reachable state a settled state (quiescent with nothing outstanding, "
+             "or cut by the time bound) is reachable (AG EF settled): the cluster can always "
+             "settle"),
     DEADLOCK: ("no-deadlock",
-               "every state that is not quiescent has a successor"),
+               "no reachable state is deadlocked: when no progress step is enabled and the time "
+               "bound has not cut the state, no live node or client still waits for work"),
 }
+# a state's status (one byte per state in GraphRecorder.status)
+OPEN, SETTLED, DEADLOCKED = 0, 1, 2
+_GOOD = bytes([0, 1] + [0] * 254)           # status -> 1 if SETTLED (bytearray.translate)
+
+
+def status_of(spec):
+    """The function (state, succ) -> OPEN | SETTLED | DEADLOCKED for ``spec``: SETTLED if
+    ``spec.settled``; else DEADLOCKED if the state has no successor at all (TLC's deadlock) or
+    the spec's optional ``deadlocked(state, succ)`` says so; else OPEN.  (Going through
+    ``settled`` first keeps a subclass that wraps ``settled`` in charge of it.)"""
+    settled = spec.settled
+    deadlocked = getattr(spec, "deadlocked", None)
+
+    def status(state, succ):
+        if settled(state, succ):
+            return SETTLED
+        if not succ or (deadlocked is not None and deadlocked(state, succ)):
+            return DEADLOCKED
+        return OPEN
+    return status
 
 
 class GraphRecorder:
     """What the explorer records per expanded state for the whole-graph checks."""
 
-    __slots__ = ("settled", "succ_fps", "offsets")
+    __slots__ = ("status", "succ_fps", "offsets")
 
     def __init__(self):
-        self.settled = bytearray()          # per state: 1 if settled
+        self.status = bytearray()           # per state: OPEN | SETTLED | DEADLOCKED
         self.succ_fps = array("Q")          # every transition's target fingerprint
         self.offsets = array("Q", [0])      # state i's targets: succ_fps[offsets[i]:offsets[i+1]]
 
     @property
     def nbytes(self) -> int:
-        return (len(self.settled) + self.succ_fps.itemsize * len(self.succ_fps)
+        return (len(self.status) + self.succ_fps.itemsize * len(self.succ_fps)
                 + self.offsets.itemsize * len(self.offsets))
 
 
 def _targets(rec: GraphRecorder, fp_levels) -> array:
     """The successor fingerprints as state numbers (the stored order of ``fp_levels``)."""
-    ids = dict(zip(chain.from_iterable(fp_levels), range(len(rec.settled))))
+    ids = dict(zip(chain.from_iterable(fp_levels), range(len(rec.status))))
     return array("I", map(ids.__getitem__, rec.succ_fps))
 
 
@@ -73,14 +118,14 @@ def check(rec: GraphRecorder, fp_levels):
     ``targets`` maps every transition to the number of its target state (for ``stuck_loop``);
     ``stuck states`` counts the states that cannot reach a settled one (SETTLE; 1 for
     DEADLOCK: the first deadlocked state, the rest is not counted)."""
-    n = len(rec.settled)
-    settled = rec.settled
+    status = rec.status
+    n = len(status)
     off = rec.offsets
     tgt = _targets(rec, fp_levels)
-    for i in range(n):
-        if not settled[i] and off[i] == off[i + 1]:
-            return DEADLOCK, i, tgt, 1
-    if all(settled):
+    first = status.find(DEADLOCKED)
+    if first >= 0:
+        return DEADLOCK, first, tgt, 1
+    if status.count(SETTLED) == n:
         return None
     # reversed adjacency (CSR): preds of j are rev[start[j]:start[j + 1]]
     counts = [0] * (n + 1)
@@ -95,8 +140,8 @@ def check(rec: GraphRecorder, fp_levels):
             rev[fill[j]] = i
             fill[j] += 1
     del fill, counts
-    good = bytearray(settled)
-    todo = [i for i in range(n) if settled[i]]
+    good = status.translate(_GOOD)
+    todo = [i for i in range(n) if good[i]]
     while todo:
         j = todo.pop()
         for k in range(start[j], start[j + 1]):
@@ -132,8 +177,9 @@ def stuck_loop(rec: GraphRecorder, tgt: array, first: int) -> tuple:
 
 def describe(spec, result) -> list:
     """The lines ``kipcheck explore`` prints for a whole-graph violation of ``result`` (a Kafka
-    spec): the check, the shortest trace to the offending state, then (SETTLE) the way into the
-    loop and the loop, each step in Kafka's words with the ``Step(...)`` to paste into a test."""
+    spec): the check, the shortest trace to the offending state, then (DEADLOCK) what is still
+    owed in it or (SETTLE) the way into the loop and the loop, each step in Kafka's words with
+    the ``Step(...)`` to paste into a test."""
     from model.describe import describe_trace
     name, statement = GRAPH_CHECKS[result.graph_violation]
     trace, stem, loop = tuple(result.graph_trace), tuple(result.graph_stem), \
@@ -150,10 +196,11 @@ def describe(spec, result) -> list:
             lines.append(f"       Step({st.action!r}, {st.args!r}),")
 
     if result.graph_violation == DEADLOCK:
-        show(f"counterexample ({len(trace)} steps) to a state that is not quiescent and has no "
-             f"successor:", 0, len(trace))
+        show(f"counterexample ({len(trace)} steps) to a deadlocked state: no progress step is "
+             f"enabled, the time bound has not cut it, and work is still owed:", 0, len(trace))
+        lines += deadlock_facts(spec, result.graph_state)
         return lines
-    show(f"counterexample ({len(trace)} steps) to a state from which no quiescent state is "
+    show(f"counterexample ({len(trace)} steps) to a state from which no settled state is "
          f"reachable ({result.graph_stuck:,} such states):", 0, len(trace))
     if stem:
         show(f"then, still unable to settle ({len(stem)} steps):", len(trace),
@@ -163,3 +210,105 @@ def describe(spec, result) -> list:
          f"{start}; every way out of it leads only to states that cannot settle either):",
          start, len(every))
     return lines
+
+
+def deadlock_facts(spec, state) -> list:
+    """What is owed in a deadlocked Kafka state, and what could still happen (faults only)."""
+    from properties.outstanding import describe_outstanding
+    lines = ["  in the last state (DEADLOCK [no-deadlock]), still owed:"]
+    lines += [f"       - {text}" for text in describe_outstanding(state, spec.cfg, spec.design)]
+    faults = sorted({st.action for st, _ in spec.successors(state)})
+    lines.append("       - enabled: " + (", ".join(f"{a} (a fault)" for a in faults)
+                                         if faults else "nothing at all"))
+    return lines
+
+
+# ---- re-checking a graph-check trace (``kipcheck replay``) ------------------------------------
+
+CAN_SETTLE_LIMIT = 2_000_000        # states the replay explores from a loop before giving up
+
+
+class _From:
+    """``spec`` seen from ``start``: its only initial state is ``start``, and a settled state
+    is a "violation", so the explorer stops at the first settled state it reaches."""
+
+    def __init__(self, spec, start):
+        self._spec, self._start, self.name = spec, start, f"{spec.name} from a loop state"
+        self._status = status_of(spec)
+
+    def initial_states(self):
+        return [self._start]
+
+    def successors(self, state):
+        return self._spec.successors(state)
+
+    def step(self, state, st):
+        return self._spec.step(state, st)
+
+    def violation(self, state, succ):
+        return "settled" if self._status(state, succ) == SETTLED else None
+
+    def witness_ids(self):
+        return ()
+
+    def witnesses_hit(self, prev, st, nxt, wanted):
+        return []
+
+    def action_names(self):
+        return self._spec.action_names()
+
+    def canonical(self, state):
+        return state
+
+    def fingerprint(self, state):
+        return self._spec.fingerprint(state)
+
+
+def can_settle(spec, start, max_states: int = CAN_SETTLE_LIMIT):
+    """Is a settled state reachable from ``start`` (faults included)?  True / False, or None
+    when ``max_states`` states were explored without an answer.  The explorer re-run from
+    ``start``, with a settled state as its "violation"."""
+    from properties.explore import explore
+    r = explore(_From(spec, start), max_states=max_states, graph_checks=False)
+    if r.violation is not None:
+        return True
+    return False if r.complete else None
+
+
+class GraphReplay(NamedTuple):
+    reproduced: bool | None         # None: inconclusive (the bounded search gave up)
+    detail: str                     # one line: what was checked, or why it does not hold
+    facts: tuple                    # lines about the last state (DEADLOCK: what is owed)
+
+
+def replay_check(spec, states, check_id: str, loop_start: int | None,
+                 max_states: int = CAN_SETTLE_LIMIT) -> GraphReplay:
+    """Re-check a whole-graph violation on the states a trace replayed to (``states[0]`` the
+    initial state).  SETTLE: the steps from ``loop_start`` come back to the state they start
+    from, and no settled state is reachable from it (and so from none of the loop's states:
+    they reach one another).  DEADLOCK: the last state is deadlocked."""
+    end = states[-1]
+    if check_id == DEADLOCK:
+        status = status_of(spec)(end, spec.successors(end))
+        facts = tuple(deadlock_facts(spec, end)) if hasattr(spec, "cfg") else ()
+        if status == DEADLOCKED:
+            return GraphReplay(True, "the last state is deadlocked", facts)
+        why = "a progress step is enabled" if status == OPEN else "it is settled"
+        return GraphReplay(False, f"the last state is not deadlocked ({why})", ())
+    if check_id != SETTLE:
+        raise ValueError(f"unknown whole-graph check {check_id!r}")
+    if loop_start is None or not 0 <= loop_start < len(states) - 1:
+        return GraphReplay(False, f"no loop: loop start {loop_start!r} is not a step of the "
+                           f"trace (1..{len(states) - 1} steps)", ())
+    n_loop = len(states) - 1 - loop_start
+    if states[loop_start] != end:
+        return GraphReplay(False, f"the last {n_loop} steps do not come back to the state "
+                           f"after step {loop_start}", ())
+    settles = can_settle(spec, end, max_states)
+    if settles is None:
+        return GraphReplay(None, f"no settled state within {max_states:,} states explored "
+                           f"from the loop: inconclusive", ())
+    if settles:
+        return GraphReplay(False, "a settled state is reachable from the loop", ())
+    return GraphReplay(True, f"the last {n_loop} steps come back to the state after step "
+                       f"{loop_start}, and no settled state is reachable from it", ())

@@ -7,6 +7,8 @@ from model.config import VARIANTS, Design, ModelConfig, design_for
 from model.configs import CONFIGS, SMALL
 from model.symmetry import canonical
 from properties import registry
+from properties.graphcheck import DEADLOCKED, OPEN, SETTLED
+from properties.outstanding import outstanding
 
 
 class UnknownName(KeyError):
@@ -93,14 +95,34 @@ class KafkaSpec:
         found = registry.first_violation(state, self.cfg, self.design, succ)
         return None if found is None else found[0]
 
-    def settled(self, state, succ) -> bool:
-        """For the whole-graph checks (properties/graphcheck.py): ``model.next.quiescent``, or
-        cut by the time bound -- the clock is at ``max_time`` and something waits for a point
+    def cut(self, state) -> bool:
+        """Cut by the time bound: the clock is at ``max_time`` and something waits for a point
         in time, so the bound, not the protocol, decides what comes next."""
         cfg = self.cfg
-        if state.now >= cfg.max_time and time_pending(state, cfg, self.design):
-            return True
-        return model_next.quiescent(state, cfg, self.design, succ)
+        return state.now >= cfg.max_time and time_pending(state, cfg, self.design)
+
+    def graph_status(self, state, succ) -> int:
+        """For the whole-graph checks (properties/graphcheck.py): SETTLED when cut by the time
+        bound, or when no progress step is enabled (``model.next.quiescent``) and no work is
+        outstanding (properties/outstanding.py); DEADLOCKED when no progress step is enabled,
+        the bound did not cut it and work is outstanding (a live node or client waits for
+        something nothing can deliver); OPEN otherwise (a progress step is enabled)."""
+        if self.cut(state):
+            return SETTLED
+        s, cfg = state, self.cfg
+        for st, _ in succ:
+            if not model_next.is_fault(s, cfg, st):
+                return OPEN
+        return DEADLOCKED if outstanding(state, cfg, self.design) else SETTLED
+
+    def settled(self, state, succ) -> bool:
+        """Settled for SETTLE: cut by the time bound, or quiescent with nothing outstanding.
+        A deadlocked state is not settled (``graph_status``)."""
+        return self.graph_status(state, succ) == SETTLED
+
+    def deadlocked(self, state, succ) -> bool:
+        """DEADLOCK: no progress step, not cut by the time bound, work outstanding."""
+        return self.graph_status(state, succ) == DEADLOCKED
 
     def clause_violated(self, state):
         """(property ID, clause name) violated by ``state``, for reports."""

@@ -57,6 +57,38 @@ def zk_writes_carry_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool
     return all(w.writer_epoch == w.zk_epoch for w in s.zk.writes)
 
 
+def _epoch_holder(s: State, epoch: int) -> int:
+    """The broker whose multi-op last set /controller_epoch to ``epoch``, as ZooKeeper
+    records it."""
+    holders = s.zk.epoch_holders
+    return holders[epoch] if 0 <= epoch < len(holders) else NO_NODE
+
+
+def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every live broker acting as the active ZK controller holds an epoch it won itself, by
+    the CAS that set /controller_epoch: so at most one node acts as the active controller of
+    any epoch.  What the node believes is compared with what ZooKeeper recorded, not with
+    another belief.
+
+    Z-1: the elected broker creates /controller and bumps /controller_epoch with a CAS on
+    its zkVersion, in one multi-op; KIP-590: "make the controller as the single writer"
+    (one controller per epoch is what lets every other node fence a deposed one)."""
+    return all(_epoch_holder(s, node.zk_epoch) == n
+               for n, node in enumerate(s.nodes) if node.alive and node.zk_active)
+
+
+def zk_writes_by_epoch_holder(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every durable ZooKeeper write was issued by the broker that, at the time of the write,
+    ZooKeeper recorded as having set /controller_epoch to its current value (the epoch's
+    holder as ZooKeeper sees it), not as the writer believes: carrying the current epoch is
+    not enough.
+
+    KIP-590: "make the controller as the single writer to modify the config metadata in
+    ZK"; Z-2 (the controller's writes are fenced by its epoch's zkVersion), Z-5 (the
+    broker-side writes forwarding removes)."""
+    return all(w.zk_holder == w.writer for w in s.zk.writes)
+
+
 def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Metadata-log records come from one leader per epoch, with epochs never going back.
 
@@ -139,6 +171,37 @@ def registered_only_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool
         node = s.nodes[c]
         if node.alive and node.registered_in_log and \
                 _latest_registration(s.quorum.log, c, node.replayed) != node.incarnation:
+            return False
+    return True
+
+
+def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A live controller whose replayed log shows its own incarnation registered for its ID
+    believes it is registered (the converse of registered-only-if-log-agrees: together, its
+    believed registration is what it replayed).
+
+    KIP-919: "Each controller will check that the controller registration for its ID is as
+    expected"; R-8 (the check runs on every metadata delta that touches its registration)."""
+    if not cfg.registration or cfg.mode != KRAFT:
+        return True
+    for c in cfg.controllers():
+        node = s.nodes[c]
+        if node.alive and not node.registered_in_log and \
+                _latest_registration(s.quorum.log, c, node.replayed) == node.incarnation:
+            return False
+    return True
+
+
+def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every RegisterControllerRecord, committed or appended, names an incarnation that its
+    controller ran (this process run or an earlier one), never one it did not.
+
+    KIP-919: the registration includes "a randomly generated UUID uniquely identifying the
+    specific incarnation of the controller" ("unique to each process run"); R-15 (the
+    active controller copies the incarnation the request carries)."""
+    for rec in s.quorum.log + tuple(r for r, _ in s.quorum.uncommitted):
+        if rec.kind == REGISTER_CONTROLLER and not (
+                0 <= rec.a < len(s.nodes) and 0 <= rec.b <= s.nodes[rec.a].incarnation):
             return False
     return True
 
@@ -357,6 +420,9 @@ PROPERTIES = (
              "of the write; a deposed controller's write never lands",
              "KIP-590 'single writer'; Z-1..Z-3; KAFKA-6082",
              (Clause("zk-writes-carry-current-epoch", ALWAYS, zk_writes_carry_current_epoch),
+              Clause("active-controller-won-its-epoch", ALWAYS,
+                     active_controller_won_its_epoch),
+              Clause("zk-writes-by-epoch-holder", ALWAYS, zk_writes_by_epoch_holder),
               Clause("log-has-one-writer-per-epoch", ALWAYS, log_has_one_writer_per_epoch))),
     Property("P2", "bounded-forwarding",
              "a client request crosses at most one forwarding hop, a forwarded request is never "
@@ -373,6 +439,9 @@ PROPERTIES = (
              "current incarnation",
              "KIP-919 'it will re-register'; R-6..R-10; KAFKA-20247",
              (Clause("registered-only-if-log-agrees", ALWAYS, registered_only_if_log_agrees),
+              Clause("registered-if-log-agrees", ALWAYS, registered_if_log_agrees),
+              Clause("registration-names-incarnation-it-ran", ALWAYS,
+                     registration_names_incarnation_it_ran),
               Clause("registration-carries-current-incarnation", QUIESCENT,
                      registration_carries_current_incarnation))),
     Property("P4", "forwarding-authorization",
@@ -426,6 +495,9 @@ _QUIESCENT = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind ==
 # of ``model.describe.FIELDS``.
 RELEVANT_FIELDS = {
     "zk-writes-carry-current-epoch": ("zk-writes", "active-controller", "zk-controllers"),
+    "active-controller-won-its-epoch": ("zk-controllers", "zk-epoch-holders",
+                                        "active-controller"),
+    "zk-writes-by-epoch-holder": ("zk-writes", "zk-epoch-holders", "zk-controllers"),
     "log-has-one-writer-per-epoch": ("metadata-log", "active-controller"),
     "envelope-never-nested": ("envelopes-in-flight", "active-controller", "zk-controllers",
                               "metadata-caches"),
@@ -433,6 +505,8 @@ RELEVANT_FIELDS = {
     "forwarder-forgets-not-controller": ("controller-channels", "active-controller",
                                          "client-responses"),
     "registered-only-if-log-agrees": ("registrations", "metadata-log"),
+    "registered-if-log-agrees": ("registrations", "metadata-log"),
+    "registration-names-incarnation-it-ran": ("registrations", "metadata-log"),
     "registration-carries-current-incarnation": ("active-controller", "registrations",
                                                  "metadata-log", "controller-channels"),
     "mutations-authorized-as-client": ("applied-mutations", "client-responses"),

@@ -1,6 +1,9 @@
 """The explorer's whole-graph checks (properties/graphcheck.py): SETTLE (from every reachable
-state a quiescent state is reachable) and DEADLOCK (no non-quiescent state without successors),
-run on complete explorations only."""
+state a settled state is reachable) and DEADLOCK (no state without a progress step, not cut by
+the time bound, with work outstanding), run on complete explorations only; their traces and
+`kipcheck replay`'s re-check of them."""
+import json
+
 import pytest
 
 from kipcheck.cli import main
@@ -9,19 +12,32 @@ from model.actions import time_pending
 from model.config import VARIANTS
 from model.configs import TINY
 from model.step import Step
+from properties import registry
 from properties.explore import explore
 from properties.graphcheck import DEADLOCK, SETTLE
 from properties.kafka_spec import KafkaSpec
+from properties.outstanding import PIECES, outstanding
+from properties.trace import Trace, TraceError, as_pytest, replay
 
 VARIANT = "registration-without-deadline"
+STUCK = "registration-pending-stuck"        # KAFKA-20247: DEADLOCK (and P3)
+
+
+def _no_progress(spec, s):
+    return all(model_next.is_fault(s, spec.cfg, st)
+               for st, _ in model_next.successors(s, spec.cfg, spec.design))
+
+
+def _cut(spec, s):
+    return s.now >= spec.cfg.max_time and time_pending(s, spec.cfg, spec.design)
 
 
 def _settled(spec, s):
-    """Independent of KafkaSpec.settled: quiescent, or cut by the time bound."""
-    succ = model_next.successors(s, spec.cfg, spec.design)
-    if model_next.quiescent(s, spec.cfg, spec.design, succ):
+    """Independent of KafkaSpec.graph_status: cut by the time bound, or no progress step and
+    nothing outstanding."""
+    if _cut(spec, s):
         return True
-    return s.now >= spec.cfg.max_time and time_pending(s, spec.cfg, spec.design)
+    return _no_progress(spec, s) and not outstanding(s, spec.cfg, spec.design)
 
 
 def _can_settle(spec, start):
@@ -87,8 +103,31 @@ def test_kipcheck_explore_reports_settle_and_exits_1(tmp_path, capsys):
     assert rc == 1
     assert "VIOLATED SETTLE" in out and "round this loop forever" in out
     assert out_file.exists()
-    assert main(["replay", str(out_file)]) == 0        # it replays; no state property broken
+    obj = json.loads(out_file.read_text())
+    assert obj["graph_check"] == SETTLE and obj["property"] is None
+    assert 0 <= obj["loop_start"] < len(obj["steps"])
+    # replay re-checks it: the loop comes back, and nothing settled is reachable from it
+    assert main(["replay", str(out_file)]) == 1
+    out = capsys.readouterr().out
+    assert "reproduced:" in out and "SETTLE [cluster-can-settle]" in out
+    assert f"the loop (steps {obj['loop_start'] + 1}.." in out
+    # a trace written before the graph-check fields existed loads and replays as before
+    old = {k: val for k, val in obj.items() if k not in ("graph_check", "loop_start")}
+    old_file = tmp_path / "old.json"
+    old_file.write_text(json.dumps(old))
+    assert Trace.load(old_file).graph_check is None
+    assert main(["replay", str(old_file)]) == 0        # it replays; no state property broken
     capsys.readouterr()
+    # a loop that does not come back is refused (exit 2), and so is a malformed loop start
+    bad = dict(obj, loop_start=obj["loop_start"] - 1 if obj["loop_start"] else 1)
+    bad_file = tmp_path / "bad.json"
+    bad_file.write_text(json.dumps(bad))
+    assert main(["replay", str(bad_file)]) == 2
+    assert "does not violate the recorded SETTLE" in capsys.readouterr().err
+    for broken in (dict(obj, loop_start=len(obj["steps"])), dict(obj, loop_start=None),
+                   dict(obj, graph_check="LIVELOCK"), dict(obj, property="P3")):
+        with pytest.raises(TraceError):
+            Trace.from_json(broken)
     # switched off: no verdict on it (the variant misses a witness instead: exit 4)
     assert main(["explore", "--config", v.config, "--variant", VARIANT, "--quiet",
                  "--no-graph-checks"]) != 1
@@ -173,16 +212,14 @@ def test_synthetic_deadlock_and_loop():
 
 class _NoSuccessorsWhileForwarding(KafkaSpec):
     """The Kafka model, except that a state where B2 has a request queued has no successors
-    (properties and settledness judged on the real model)."""
+    (properties judged on the real model): B2's channel item is then owed and nothing can
+    deliver it."""
 
     def successors(self, state):
         return [] if state.nodes[1].channel.queue else super().successors(state)
 
     def violation(self, state, succ):
         return super().violation(state, super().successors(state))
-
-    def settled(self, state, succ):
-        return super().settled(state, super().successors(state))
 
 
 def test_deadlock_on_a_monkeypatched_model():
@@ -192,6 +229,96 @@ def test_deadlock_on_a_monkeypatched_model():
     assert r.complete and r.graph_checked and r.graph_violation == DEADLOCK
     end = model_next.replay(spec.cfg, spec.design, r.graph_trace)[-1]
     assert end == r.graph_state and end.nodes[1].channel.queue
+    assert "channel-item-pending" in outstanding(end, spec.cfg, spec.design)
     real = model_next.successors(end, spec.cfg, spec.design)
     assert real and not model_next.quiescent(end, spec.cfg, spec.design, real)
     assert spec.successors(end) == []
+
+
+# ---- DEADLOCK on the Kafka model: registration-pending-stuck (KAFKA-20247) ------------------
+
+
+def test_outstanding_pieces_quote_their_rule():
+    for piece in PIECES:
+        assert any(k in piece.doc for k in ("KIP-590", "KIP-919", "F-", "R-", "Z-")), piece.name
+
+
+def test_pending_stuck_is_caught_by_p3_and_by_deadlock_with_a_replaying_trace(tmp_path, capsys):
+    v = VARIANTS[STUCK]
+    assert set(v.breaks) == {"P3", DEADLOCK}
+    spec = KafkaSpec.named(v.config, STUCK)
+    # the explorer stops at P3 first (a property outranks the graph checks) ...
+    first = explore(spec)
+    assert first.violation == "P3" and not first.graph_checked
+    states = model_next.replay(spec.cfg, spec.design, first.trace)
+    assert registry.first_violation(states[-1], spec.cfg, spec.design,
+                                    spec.successors(states[-1]))[0] == "P3"
+    # ... and, exploring past it, the whole graph has a deadlock
+    r = explore(spec, stop_at_violation=False)
+    assert r.complete and r.violation == "P3"
+    assert r.graph_checked and r.graph_violation == DEADLOCK and r.graph_loop == ()
+    states = model_next.replay(spec.cfg, spec.design, r.graph_trace)
+    end = states[-1]
+    assert end == r.graph_state
+    # independently: no progress step, not cut by the bound, and the manager still waits
+    assert _no_progress(spec, end) and not _cut(spec, end)
+    owed = outstanding(end, spec.cfg, spec.design)
+    assert "registration-rpc-pending" in owed
+    c = next(i for i, n in enumerate(end.nodes) if n.pending_rpc)
+    assert end.nodes[c].alive and not end.nodes[c].channel.queue \
+        and not end.nodes[c].channel.inflight
+    # the shortest: no earlier state is deadlocked
+    assert not any(spec.deadlocked(s, spec.successors(s)) for s in states[:-1])
+    # the JSON trace names DEADLOCK, and `kipcheck replay` re-checks it (exit 1)
+    path = tmp_path / "dl.json"
+    Trace(v.config, STUCK, tuple(r.graph_trace), graph_check=DEADLOCK).dump(path)
+    trace = Trace.load(path)
+    assert trace.graph_check == DEADLOCK and trace.loop_start is None
+    again = replay(trace)
+    assert again.reproduced and again.graph.reproduced and again.violation[0] == "P3"
+    capsys.readouterr()
+    assert main(["replay", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "reproduced:" in out and "DEADLOCK [no-deadlock]" in out
+    assert "registration-rpc-pending" in out and "also violates P3" in out
+    # a prefix that stops before the deadlock is refused
+    Trace(v.config, STUCK, tuple(r.graph_trace[:-1]), graph_check=DEADLOCK).dump(path)
+    assert main(["replay", str(path)]) == 2
+    # the correct design on the same configuration: no deadlock
+    correct = explore(KafkaSpec.named(v.config))
+    assert correct.graph_checked and correct.graph_violation is None
+
+
+def test_pytest_export_of_graph_traces_replays(tmp_path, capsys):
+    spec = KafkaSpec.named(VARIANTS[STUCK].config, STUCK)
+    r = explore(spec, stop_at_violation=False)
+    dl = Trace(spec.cfg.name, STUCK, tuple(r.graph_trace), graph_check=DEADLOCK)
+    v = VARIANTS[VARIANT]
+    s = explore(KafkaSpec.named(v.config, VARIANT))
+    into = tuple(s.graph_trace) + tuple(s.graph_stem)
+    st = Trace(v.config, VARIANT, into + tuple(s.graph_loop), graph_check=SETTLE,
+               loop_start=len(into))
+    for trace in (dl, st):
+        ns: dict = {}
+        exec(compile(as_pytest(trace), "<export>", "exec"), ns)
+        tests = [f for name, f in ns.items() if name.startswith("test_")]
+        assert len(tests) == 1
+        tests[0]()
+    path = tmp_path / "st.json"
+    st.dump(path)
+    capsys.readouterr()
+    assert main(["replay", str(path), "--pytest"]) == 1
+    assert "graph_check='SETTLE'" in capsys.readouterr().out
+
+
+def test_spark_says_the_graph_checks_were_not_run(monkeypatch, capsys):
+    import kipcheck.campaign.spark as spark
+    name = "zk-envelope-security"
+
+    def fake(spec, **_):
+        return explore(spec, graph_checks=False)
+    monkeypatch.setattr(spark, "explore_spark", fake)
+    assert main(["explore", "--config", name, "--spark", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "whole-graph checks not run under --spark" in out and "SETTLE and DEADLOCK hold" \
+        not in out

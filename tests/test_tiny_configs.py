@@ -15,6 +15,9 @@ PINNED = {
     "kraft-listeners": (13832, 13832),
     "zk-envelope-security": (1626, 1626),
     "kraft-registration-leader-loss": (252, 252),
+    "zk-controller-crash": (2315, 2315),
+    "kraft-misconfigured": (18360, 18360),
+    "kraft-registration-leader-change": (2679, 2679),
 }
 
 

@@ -74,6 +74,30 @@ ZK_FORWARD = [S("client_sends_request", 0), S("channel_discovers_controller", 1)
 TO_B1 = deliver("controller_handles_envelope", ENVELOPE_REQUEST, 1, 0)
 
 
+def effect_election_keeps_epoch():
+    """B1's session expired and B2 is elected: shipped, /controller_epoch moves to 2 and
+    ZooKeeper records B2 as its holder; the variant rewrites epoch 1 (the zkVersion still
+    moves) and records B2 as the holder of epoch 1, which B1 still acts as controller of."""
+    pre, good, bad = both("zk-forward-zombie", "election-keeps-epoch",
+                          [S("zk_expires_session", 0)], S("broker_elects_controller", 1))
+    assert pre.zk.epoch_holders == (NO_NODE, 0)
+    assert (good.zk.epoch, good.zk.epoch_version, good.zk.epoch_holders) == (2, 2, (NO_NODE, 0, 1))
+    assert (bad.zk.epoch, bad.zk.epoch_version, bad.zk.epoch_holders) == (1, 2, (NO_NODE, 1))
+    assert good.nodes[1].zk_epoch == 2 and bad.nodes[1].zk_epoch == 1
+    assert bad.nodes[0].zk_active and bad.nodes[0].zk_epoch == 1
+
+
+def effect_brokers_write_zk_under_controller_epoch():
+    """B2, not the controller, gets A1's CreateTopics: shipped, it queues it for forwarding;
+    the variant writes ZooKeeper itself under a CheckOp on the current epoch, so its write
+    carries epoch 1, whose holder ZooKeeper records as B1."""
+    pre, good, bad = both("zk-forward-zombie", "brokers-write-zk-under-controller-epoch", [],
+                          S("client_sends_request", 0))
+    assert good.zk.writes == () and good.clients[0].forwarded
+    assert bad.zk.writes == (Write(0, 1, 1, 1, False, False, False, zk_holder=0),)
+    assert bad.clients[0].responses == (Response(kafka.NONE),)
+
+
 def effect_zombie_writes_unfenced():
     """The deposed B1 runs its queued write after B2 won epoch 2: shipped, the CheckOp on
     the /controller_epoch zkVersion fails, nothing is written and B1 resigns answering
@@ -91,7 +115,7 @@ def effect_zombie_writes_unfenced():
                                        kafka.NOT_CONTROLLER, kafka.NONE)]
     assert bad.zk.writes == (Write(req=0, writer=0, writer_epoch=1, zk_epoch=2,
                                    via_envelope=True, privileged=True,
-                                   sender_cluster_action=True),)
+                                   sender_cluster_action=True, zk_holder=1),)
     assert bad.nodes[0].zk_active and bad.nodes[0].zk_epoch == 1
     assert new_msgs(pre, bad) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE,
                                       kafka.NONE)]
@@ -105,7 +129,7 @@ def effect_brokers_write_zk():
     assert good.zk.writes == () and good.clients[0].responses == ()
     assert good.clients[0].forwarded
     assert good.nodes[1].channel.queue == (Item(FORWARD, 0, 0, False),)
-    assert bad.zk.writes == (Write(0, 1, -1, 1, False, False, False),)
+    assert bad.zk.writes == (Write(0, 1, -1, 1, False, False, False, zk_holder=0),)
     assert bad.clients[0].responses == (Response(kafka.NONE),)
     assert not bad.clients[0].forwarded and bad.nodes[1].channel.queue == ()
 
@@ -284,6 +308,38 @@ def effect_registration_no_recheck_after_success():
     assert bad.nodes[1].channel == node.channel and bad.network == pre.network
 
 
+def effect_registration_never_confirmed():
+    """C2 replays its own RegisterControllerRecord: shipped, it believes it is registered
+    and queues the send check (R-8); the variant ignores a record naming its own
+    incarnation: nothing changes."""
+    pre, good, bad = both("kraft-registration", "registration-never-confirmed",
+                          REGISTER_C2 + [S("node_replays_record", 1)],
+                          S("node_replays_record", 1))
+    rec = pre.quorum.log[pre.nodes[1].replayed]
+    assert (rec.a, rec.b) == (1, 0)
+    assert good.nodes[1].registered_in_log and good.nodes[1].send_requested
+    assert not bad.nodes[1].registered_in_log and not bad.nodes[1].send_requested
+    assert bad.nodes[1].replayed == good.nodes[1].replayed == pre.nodes[1].replayed + 1
+
+
+def effect_registration_without_deadline():
+    """C2's queued registration reaches its retry timeout with the leader gone: shipped, the
+    channel drops it (R-6: the manager backs off); the variant has no retry timeout, so no
+    timeout step is enabled and the clock cannot move past it either."""
+    cfg = CONFIGS["kraft-registration-leader-loss"]
+    variant = VARIANTS["registration-without-deadline"].design
+    prefix = [S("node_replays_record", 1), S("controller_sends_registration", 1),
+              S("node_crashes", 0), S("clock_ticks")]
+    pre = reach(cfg, CORRECT, prefix)
+    assert reach(cfg, variant, prefix) == pre
+    assert pre.nodes[1].pending_rpc and pre.nodes[1].channel.queue
+    good = model_next.step(pre, cfg, CORRECT, S("channel_times_out_request", 1))
+    bad = model_next.step(pre, cfg, variant, S("channel_times_out_request", 1))
+    assert good is not None and not good.nodes[1].pending_rpc and good.nodes[1].retry_at == 2
+    assert bad is None
+
+
+# ------------------------------------------------------------------------------------------
 # ------------------------------------------------------------------------------------------
 # zk-envelope-security: B1 controller; U1 (no ACLs) via B2; A1 via B3 (no CLUSTER_ACTION);
 # F1 writes its own EnvelopeRequest on B1's CLIENT listener
@@ -363,6 +419,10 @@ EFFECTS = {
     "leak-envelope-error": effect_leak_envelope_error,
     "versions-not-intersected": effect_versions_not_intersected,
     "registration-no-recheck-after-success": effect_registration_no_recheck_after_success,
+    "registration-without-deadline": effect_registration_without_deadline,
+    "election-keeps-epoch": effect_election_keeps_epoch,
+    "brokers-write-zk-under-controller-epoch": effect_brokers_write_zk_under_controller_epoch,
+    "registration-never-confirmed": effect_registration_never_confirmed,
 }
 
 

@@ -14,6 +14,8 @@ Rule IDs are the model's; read this file beside ``model/actions.py``.  The cross
 """
 from __future__ import annotations
 
+import z3
+
 from model import kafka
 from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, ZK, Design,
                           ModelConfig)
@@ -379,7 +381,8 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
             live = _receive_envelope(S, cfg, d, n, c, version, 1, listener,
                                      principal_index(cfg, spec.principal), reply)
         elif cfg.mode == ZK:
-            if d.brokers_write_zk or not cfg.zk_forwarding:
+            if (d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch
+                    or not cfg.zk_forwarding):
                 other = _broker_writes_zk(S, cfg, d, n, c)                             # F-5, Z-5
             else:
                 other = _broker_forwards_request(S, n, c)                              # F-3
@@ -408,14 +411,25 @@ def _controller_handles_client_mutation(S: Sym, cfg: ModelConfig, d: Design, n: 
     return _controller_accepts_mutation(S, cfg, d, n, c, reply, False, False, False)
 
 
+def _epoch_holder(S: Sym, epoch):
+    """Zk.epoch_holders[epoch], NO_NODE past its end (model: _epoch_holder)."""
+    out = z3.IntVal(NO_NODE)
+    for k, used in reversed(S.seq_items("zk.holders")):
+        out = If(And(used, Eq(epoch, k)), S[f"zk.holders.{k}.node"], out)
+    return out
+
+
 def _broker_writes_zk(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sym:
     """Z-5: a non-controller ZK broker writes configs/ACLs itself (last writer wins)."""
     spec = cfg.clients[c]
     if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
         return _respond(S, cfg, c, kafka.API_DENIED_ERROR[spec.api])
     none = _respond(S, cfg, c, kafka.STALE_CONTROLLER_EPOCH)
-    write = {"req": c, "writer": n, "writer_epoch": -1, "zk_epoch": S["zk.epoch"],
-             "via_envelope": False, "privileged": False, "sender_cluster_action": False}
+    # brokers-write-zk-under-controller-epoch: a CheckOp on the epoch just read
+    believed = S["zk.epoch"] if d.brokers_write_zk_under_controller_epoch else -1
+    write = {"req": c, "writer": n, "writer_epoch": believed, "zk_epoch": S["zk.epoch"],
+             "via_envelope": False, "privileged": False, "sender_cluster_action": False,
+             "zk_holder": _epoch_holder(S, S["zk.epoch"])}
     done = _respond(S.seq_append("zk.writes", write), cfg, c, kafka.NONE)
     return ite(Eq(S["zk.controller"], NO_NODE), none, done)
 
@@ -581,7 +595,8 @@ def controller_processes_event(S: Sym, cfg: ModelConfig, d: Design, n: int):
     write = {"req": S[p + "req"], "writer": n, "writer_epoch": S.node(n, "zk_epoch"),
              "zk_epoch": S["zk.epoch"], "via_envelope": S[p + "via_envelope"],
              "privileged": S[p + "privileged"],
-             "sender_cluster_action": S[p + "sender_cluster_action"]}
+             "sender_cluster_action": S[p + "sender_cluster_action"],
+             "zk_holder": _epoch_holder(S, S["zk.epoch"])}
     wrote = S1.seq_append("zk.writes", write)
     wrote = _send_reply(wrote, cfg, n, reply, kafka.NONE, kafka.NONE, when=answer)
     # BADVERSION: ControllerMovedException, resign, NOT_CONTROLLER (Z-3)
@@ -704,6 +719,8 @@ def _publish_record(S: Sym, cfg: ModelConfig, d: Design, n: int, kind, a, b, whe
     if not (cfg.registration and cfg.nodes[n].role == CONTROLLER):
         return S
     mine = And(when, Eq(kind, REGISTER_CONTROLLER), Eq(a, n), not d.registration_trusts_response)
+    if d.registration_never_confirmed:         # a record naming its own incarnation: ignored
+        mine = And(mine, Not(Eq(b, S.node(n, "incarnation"))))
     feature = And(when, Eq(kind, FEATURE_LEVEL))
     return S.set_node(
         n,
@@ -730,11 +747,27 @@ def broker_elects_controller(S: Sym, cfg: ModelConfig, d: Design, n: int):
     enabled = And(S.node(n, "alive"), Not(S.node(n, "session_expired")),
                   Not(S.node(n, "zk_active")), Eq(S["zk.controller"], NO_NODE),
                   S["elections_left"] > 0)
-    epoch, version = S["zk.epoch"] + 1, S["zk.epoch_version"] + 1
+    # election-keeps-epoch: /controller_epoch rewritten with the epoch it holds
+    epoch = S["zk.epoch"] if d.election_keeps_epoch else S["zk.epoch"] + 1
+    version = S["zk.epoch_version"] + 1
     S2 = S.set({"zk.controller": n, "zk.epoch": epoch, "zk.epoch_version": version,
                 "elections_left": S["elections_left"] - 1})
+    S2 = _set_epoch_holder(S2, epoch, n)
     return enabled, S2.set_node(n, zk_active=True, zk_epoch=epoch, zk_epoch_version=version,
                                 known_controller=n)
+
+
+def _set_epoch_holder(S: Sym, epoch, n: int) -> Sym:
+    """Zk.epoch_holders[epoch] = n, extending the sequence by one slot when ``epoch`` is its
+    length (model: holders[:epoch] + (n,) + holders[epoch + 1:]); an epoch past the end
+    does not fit."""
+    cap = S.lay.cap.holders
+    length = S["zk.holders.len"]
+    upd = {"zk.holders.len": If(epoch == length, length + 1, length)}
+    for k in range(cap):
+        key = f"zk.holders.{k}.node"
+        upd[key] = If(epoch == k, n, S[key])
+    return S.set(upd).requiring(And(epoch >= 0, epoch <= length, epoch < cap))
 
 
 def controller_becomes_leader(S: Sym, cfg: ModelConfig, d: Design, c: int):

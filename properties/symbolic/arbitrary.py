@@ -251,6 +251,10 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
                  f"{where}: {wr!r}")
             bools(where, wr.via_envelope, wr.privileged, wr.sender_cluster_action)
             ints(where, wr.writer_epoch, wr.zk_epoch)
+        need(isinstance(zk.epoch_holders, tuple), "zk.epoch_holders: not a tuple")
+        for k, h in enumerate(zk.epoch_holders):
+            ints(f"zk.epoch_holders[{k}]", h)
+            need(h in (NO_NODE,) + w.nodes, f"zk.epoch_holders[{k}]: {h}")
     try:
         w.lay.values(s)
     except ValueError as exc:           # CapacityExceeded, or a constant of the mode changed
@@ -429,6 +433,12 @@ def _set_pending(s: State, k: int, pending: tuple) -> State:
                                                                   pending)))
 
 
+def _set_zk_epoch(s: State, epoch: int, rng, nodes) -> State:
+    holders = s.zk.epoch_holders[:epoch + 1]
+    holders += tuple(rng.choice((NO_NODE,) + nodes) for _ in range(epoch + 1 - len(holders)))
+    return replace(s, zk=replace(s.zk, epoch=epoch, epoch_holders=holders))
+
+
 def _set_write(s: State, k: int, wr: Write) -> State:
     return replace(s, zk=replace(s.zk, writes=_tset(s.zk.writes, k, wr)))
 
@@ -472,7 +482,11 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
             add(lambda k=k, r=rec, y=reply: _set_pending(
                 s, k, (r._replace(epoch=max(0, r.epoch + _delta(rng))), y)))
     elif kind == "epoch":
-        add(lambda: replace(s, zk=replace(zk, epoch=max(0, zk.epoch + _delta(rng)))))
+        # an epoch move, with ZooKeeper's holder record kept in step (one slot per epoch)
+        add(lambda: _set_zk_epoch(s, max(0, zk.epoch + _delta(rng)), rng, w.nodes))
+        for k in range(len(zk.epoch_holders)):
+            add(lambda k=k: replace(s, zk=replace(zk, epoch_holders=_tset(
+                zk.epoch_holders, k, rng.choice((NO_NODE,) + w.nodes)))))
         add(lambda: replace(s, zk=replace(zk, epoch_version=max(0, zk.epoch_version
                                                                 + _delta(rng)))))
         for i in w.nodes:

@@ -50,6 +50,40 @@ def _current_version_current_epoch(S: Sym, cfg, d):
                             S.node(n, "zk_epoch") == S["zk.epoch"]) for n in range(S.lay.n)))
 
 
+def _holders_cover_epochs(S: Sym, cfg, d):
+    return And(S["zk.epoch"] >= 0, S["zk.holders.len"] == S["zk.epoch"] + 1)
+
+
+def _active_epoch_not_ahead(S: Sym, cfg, d):
+    return And(*(z3.Implies(S.node(n, "zk_active"), S.node(n, "zk_epoch") <= S["zk.epoch"])
+                 for n in range(S.lay.n)))
+
+
+def _writes_not_ahead(S: Sym, cfg, d):
+    return And(*(z3.Implies(used, S[f"zk.writes.{k}.zk_epoch"] <= S["zk.epoch"])
+                 for k, used in S.seq_items("zk.writes")))
+
+
+def _incarnations_nonnegative(S: Sym, cfg, d):
+    parts = []
+    controllers = _registration_controllers(S, cfg)
+    for c in controllers:
+        parts.append(S.node(c, "incarnation") >= 0)
+    for j in range(S.lay.cap.network):
+        here = S[f"net.{j}.present"]
+        request = S[f"net.{j}.kind"] == REGISTRATION_REQUEST
+        if not controllers:             # no registration traffic at all
+            parts.append(z3.Implies(here, z3.And(
+                z3.Not(request), S[f"net.{j}.kind"] != REGISTRATION_RESPONSE)))
+            continue
+        parts.append(z3.Implies(z3.And(here, request), z3.And(
+            S[f"net.{j}.a"] >= 0, z3.Or(*(S[f"net.{j}.src"] == c for c in controllers)))))
+    if not controllers:
+        parts += [z3.Implies(used, S[f"q.uncommitted.{k}.kind"] != REGISTER_CONTROLLER)
+                  for k, used in S.seq_items("q.uncommitted")]
+    return And(*parts)
+
+
 def _uncommitted_from_leader(S: Sym, cfg, d):
     return And(*(z3.Implies(used, z3.And(S[f"q.uncommitted.{k}.epoch"] == S["q.epoch"],
                                          S[f"q.uncommitted.{k}.writer"] == S["q.leader"]))
@@ -393,6 +427,23 @@ INVARIANTS = {i.name: i for i in (
               "controller epoch: the election writes both in one multi (Z-1), and the "
               "zkVersion changes exactly when the epoch does.",
               _current_version_current_epoch, ("zk",)),
+    Invariant("holders-cover-epochs",
+              "ZooKeeper has recorded a holder slot for every epoch up to the current one and "
+              "none beyond: every write of /controller_epoch sets the slot of the epoch it "
+              "writes, and epochs move by one (Z-1).", _holders_cover_epochs, ("zk",)),
+    Invariant("active-epoch-not-ahead",
+              "No broker acts as controller of an epoch newer than /controller_epoch: it "
+              "takes the epoch its own election wrote (Z-1).", _active_epoch_not_ahead, ("zk",)),
+    Invariant("writes-not-ahead",
+              "No ZooKeeper write carries an epoch newer than /controller_epoch: it records "
+              "the epoch current when it was made, and epochs only grow.", _writes_not_ahead,
+              ("zk",)),
+    Invariant("incarnations-nonnegative",
+              "Incarnations start at 0 and a restart takes the next one, so every "
+              "controller's incarnation and every registration request's is >= 0, and only "
+              "controllers send registrations; without registration (KIP-919 off) there is "
+              "no registration traffic and no registration is appended (R-1).",
+              _incarnations_nonnegative, ("kraft",)),
     Invariant("uncommitted-from-current-leader",
               "Every uncommitted record was appended by the current leader in the current "
               "epoch: only the leader appends, and an election drops what its predecessor had "
@@ -513,7 +564,8 @@ INVARIANTS = {i.name: i for i in (
 # Which invariants each property's proof uses, per mode.
 PLAN = {
     "P1": ("sequence-lengths", "zk-epoch-version-nonnegative", "node-epoch-version-not-ahead",
-           "current-version-current-epoch", "uncommitted-from-current-leader",
+           "current-version-current-epoch", "holders-cover-epochs", "active-epoch-not-ahead",
+           "writes-not-ahead", "uncommitted-from-current-leader",
            "log-not-ahead-of-epoch", "current-epoch-records-from-leader"),
     "P2": ("sequence-lengths", "channel-item-kinds", "forward-items-one-hop",
            "channel-oldest-first", "in-flight-sent-in-time",
@@ -527,7 +579,9 @@ PLAN = {
            "clock-nonnegative", "log-starts-with-feature-level", "one-registration-at-a-time",
            "pending-rpc-has-item", "registration-traffic-on-open-connection",
            "no-future-incarnations", "registration-replies-match-records",
-           "success-response-noticed", "registration-work-pending"),
+           "success-response-noticed", "registration-work-pending",
+           # registration-names-incarnation-it-ran
+           "incarnations-nonnegative"),
     "P4": ("sequence-lengths", "pending-mutations-authorized"),
 }
 

@@ -14,6 +14,7 @@ from model import kafka
 from model.config import KRAFT, ZK, Design, ModelConfig
 from model.state import ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER
 from properties import registry
+from properties.symbolic.actions import _epoch_holder
 from properties.symbolic.state import FALSE, TRUE, And, Eq, If, Not, Or, Sym
 
 # --------------------------------------------------------------------------------------------
@@ -37,6 +38,21 @@ def zk_writes_carry_current_epoch(S: Sym, cfg: ModelConfig, d: Design):
     if cfg.mode != ZK:
         return TRUE
     return And(*(z3.Implies(used, S[f"zk.writes.{k}.writer_epoch"] == S[f"zk.writes.{k}.zk_epoch"])
+                 for k, used in S.seq_items("zk.writes")))
+
+
+def active_controller_won_its_epoch(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != ZK:
+        return TRUE
+    return And(*(z3.Implies(And(S.node(n, "alive"), S.node(n, "zk_active")),
+                            _epoch_holder(S, S.node(n, "zk_epoch")) == n)
+                 for n in range(S.lay.n)))
+
+
+def zk_writes_by_epoch_holder(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != ZK:
+        return TRUE
+    return And(*(z3.Implies(used, S[f"zk.writes.{k}.zk_holder"] == S[f"zk.writes.{k}.writer"])
                  for k, used in S.seq_items("zk.writes")))
 
 
@@ -98,6 +114,31 @@ def registered_only_if_log_agrees(S: Sym, cfg: ModelConfig, d: Design):
     return And(*parts)
 
 
+def registered_if_log_agrees(S: Sym, cfg: ModelConfig, d: Design):
+    if not cfg.registration or cfg.mode != KRAFT:
+        return TRUE
+    parts = []
+    for c in cfg.controllers():
+        found, inc = _latest_registration(S, c, S.node(c, "replayed"))
+        parts.append(z3.Implies(And(S.node(c, "alive"), Not(S.node(c, "registered_in_log"))),
+                                Not(And(found, inc == S.node(c, "incarnation")))))
+    return And(*parts)
+
+
+def registration_names_incarnation_it_ran(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != KRAFT:
+        return TRUE
+    parts = []
+    for prefix in ("q.log", "q.uncommitted"):
+        for k, used in S.seq_items(prefix):
+            p = f"{prefix}.{k}."
+            a, b = S[p + "a"], S[p + "b"]
+            parts.append(z3.Implies(And(used, Eq(S[p + "kind"], REGISTER_CONTROLLER)),
+                                    And(b >= 0, Or(*(And(Eq(a, j), b <= S.node(j, "incarnation"))
+                                                     for j in range(S.lay.n))))))
+    return And(*parts)
+
+
 def registration_carries_current_incarnation(S: Sym, cfg: ModelConfig, d: Design):
     if not cfg.registration or cfg.mode != KRAFT:
         return TRUE
@@ -135,8 +176,10 @@ def envelopes_only_from_trusted_senders(S: Sym, cfg: ModelConfig, d: Design):
 
 
 CLAUSES = {f.__name__.replace("_", "-"): f for f in (
-    zk_writes_carry_current_epoch, log_has_one_writer_per_epoch, envelope_never_nested,
+    zk_writes_carry_current_epoch, active_controller_won_its_epoch, zk_writes_by_epoch_holder,
+    log_has_one_writer_per_epoch, envelope_never_nested,
     forward_ends_by_deadline, forwarder_forgets_not_controller, registered_only_if_log_agrees,
+    registered_if_log_agrees, registration_names_incarnation_it_ran,
     registration_carries_current_incarnation, mutations_authorized_as_client,
     envelopes_only_from_trusted_senders)}
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import z3
 
@@ -45,12 +46,14 @@ EVENT_FIELDS = (("req", "i"), ("has_reply", "b")) + tuple(
     ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"), ("acked", "b"))
 MSG_FIELDS = tuple((f, "i") for f in Msg._fields)
 WRITE_FIELDS = (("req", "i"), ("writer", "i"), ("writer_epoch", "i"), ("zk_epoch", "i"),
-                ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"))
+                ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"),
+                ("zk_holder", "i"))
 RECORD_FIELDS = (("kind", "i"), ("a", "i"), ("b", "i"), ("epoch", "i"), ("writer", "i"),
                  ("via_envelope", "b"), ("sender_cluster_action", "b"))
 PENDING_FIELDS = RECORD_FIELDS + (("has_reply", "b"),) + tuple(
     (f"reply_{f}", s) for f, s in REPLY_FIELDS)
 RESPONSE_FIELDS = (("code", "i"), ("envelope_error", "i"), ("retried", "b"))
+HOLDER_FIELDS = (("node", "i"),)        # Zk.epoch_holders[e], e the slot index
 
 NODE_SCALARS = (("alive", "b"), ("incarnation", "i"), ("session_expired", "b"),
                 ("zk_active", "b"), ("zk_epoch", "i"), ("zk_epoch_version", "i"),
@@ -76,6 +79,7 @@ class Capacity:
     log: int            # the metadata log
     uncommitted: int
     responses: int      # responses one client receives (L1 says one; variants may give two)
+    holders: int = 2    # Zk.epoch_holders: epochs 0..initial + elections
 
     @staticmethod
     def for_config(cfg: ModelConfig) -> Capacity:
@@ -90,7 +94,8 @@ class Capacity:
             writes=2 * n_clients + 1,
             log=initial_log + 2 * n_clients + 2 * regs + 1,
             uncommitted=n_clients + regs + 1,
-            responses=2)
+            responses=2,
+            holders=2 + cfg.max_elections)
 
 
 class Layout:
@@ -153,7 +158,7 @@ class Layout:
             for f, s in MSG_FIELDS:
                 var(f"net.{j}.{f}", s)
         if kraft:
-            for f in ("controller", "epoch", "epoch_version", "writes.len"):
+            for f in ("controller", "epoch", "epoch_version", "writes.len", "holders.len"):
                 const("zk." + f, "i", NO_NODE if f == "controller" else 0)
             var("q.leader", "i")
             var("q.epoch", "i")
@@ -164,6 +169,7 @@ class Layout:
             var("zk.epoch", "i")
             var("zk.epoch_version", "i")
             self._seq(var, "zk.writes", self.cap.writes, WRITE_FIELDS)
+            self._seq(var, "zk.holders", self.cap.holders, HOLDER_FIELDS)
             const("q.leader", "i", NO_NODE)
             const("q.epoch", "i")
             const("q.log.len", "i")
@@ -256,6 +262,8 @@ class Layout:
             out["zk.epoch_version"] = state.zk.epoch_version
             self._put_seq(out, "zk.writes", self.cap.writes, WRITE_FIELDS, state.zk.writes,
                           lambda w: w)
+            self._put_seq(out, "zk.holders", self.cap.holders, HOLDER_FIELDS,
+                          state.zk.epoch_holders, _Holder)
         return out
 
     @staticmethod
@@ -309,7 +317,8 @@ class Layout:
                             seq("q.uncommitted", PENDING_FIELDS, _pending_of))
         else:
             zk = Zk(val("zk.controller"), val("zk.epoch"), val("zk.epoch_version"),
-                    seq("zk.writes", WRITE_FIELDS, lambda d: Write(**d)))
+                    seq("zk.writes", WRITE_FIELDS, lambda d: Write(**d)),
+                    seq("zk.holders", HOLDER_FIELDS, lambda d: d["node"]))
             quorum = Quorum()
         return State(now=val("now"), nodes=tuple(nodes), clients=tuple(clients),
                      network=network, zk=zk, quorum=quorum,
@@ -331,6 +340,11 @@ class Layout:
     @cached_property
     def seq_prefixes(self) -> tuple:
         return tuple(k[:-4] for k in self.keys if k.endswith(".len"))
+
+
+class _Holder(NamedTuple):
+    """One slot of Zk.epoch_holders, as a record with the slot's field."""
+    node: int
 
 
 class CapacityExceeded(ValueError):
