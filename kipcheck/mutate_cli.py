@@ -24,19 +24,13 @@ import time
 
 from kipcheck.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadInput
 
+from kipcheck.campaign.cli import _positive_int
+
 __all__ = ["add_mutate_parser", "cmd_mutate"]
 
 _LOG_EVERY = 5.0            # seconds between progress lines when stderr is not a terminal
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be positive, got {n}")
-    return n
 
 
 def _seed(text: str) -> int:
