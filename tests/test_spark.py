@@ -383,8 +383,8 @@ def test_explore_spark_equals_explore_on_kraft_small(spark):
 @pytest.mark.spark
 @pytest.mark.large
 def test_explore_spark_equals_explore_on_zk_small(spark):
-    """The other small configuration: zk-small's 4,927,238 states (2026-11-26), every count equal to the
-    single-process explorer's.  Beyond CI's budget (29 minutes on 2 cores, 2026-11-22):
+    """The other small configuration: zk-small's 4,927,238 states (2026-11-26), every count equal
+    to the single-process explorer's.  Beyond CI's budget (29 minutes on 2 cores, 2026-11-22):
     ``make test-large`` runs it; progress goes to stderr (``-s`` shows it).  The
     single-process search goes first: Spark reaps Python workers idle for a minute, and its
     daemon prints a BrokenPipeError for each one it loses that way."""
