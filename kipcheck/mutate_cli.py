@@ -25,22 +25,12 @@ import time
 from kipcheck.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadInput
 
 from kipcheck.campaign.cli import _positive_int
+from kipcheck.cli import _seed_arg as _seed
 
 __all__ = ["add_mutate_parser", "cmd_mutate"]
 
 _LOG_EVERY = 5.0            # seconds between progress lines when stderr is not a terminal
 
-
-
-
-def _seed(text: str) -> int:
-    try:
-        n = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid seed {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"a seed is >= 0, got {n}")
-    return n
 
 
 def _fraction(text: str) -> float:

@@ -392,7 +392,7 @@ def _controller_handles_client_mutation(s: State, cfg: ModelConfig, d: Design, n
     return _controller_accepts_mutation(s, cfg, d, n, c, reply, False, False, False)
 
 
-def _epoch_holder(zk, epoch: int) -> int:
+def epoch_holder(zk, epoch: int) -> int:
     """The broker ZooKeeper records as having set /controller_epoch to ``epoch`` (a ghost:
     only what a write records of it, for P1)."""
     return zk.epoch_holders[epoch] if 0 <= epoch < len(zk.epoch_holders) else NO_NODE
@@ -410,7 +410,7 @@ def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> 
     # brokers-write-zk-under-controller-epoch: the write is a multi with a CheckOp on the
     # /controller_epoch zkVersion the broker just read, so it carries the current epoch
     believed = zk.epoch if d.brokers_write_zk_under_controller_epoch else -1
-    write = Write(c, n, believed, zk.epoch, False, False, False, _epoch_holder(zk, zk.epoch))
+    write = Write(c, n, believed, zk.epoch, False, False, False, epoch_holder(zk, zk.epoch))
     s = replace(s, zk=replace(zk, writes=zk.writes + (write,)))
     return _respond(s, c, Response(kafka.NONE))
 
@@ -588,7 +588,7 @@ def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) ->
         return s if event.acked else _reply_not_controller(s, cfg, d, n, event.reply)
     if d.zombie_writes_unfenced or node.zk_epoch_version == zk.epoch_version:
         write = Write(event.req, n, node.zk_epoch, zk.epoch, event.via_envelope,
-                      event.privileged, event.sender_cluster_action, _epoch_holder(zk, zk.epoch))
+                      event.privileged, event.sender_cluster_action, epoch_holder(zk, zk.epoch))
         s = replace(_set_node(s, n, node), zk=replace(zk, writes=zk.writes + (write,)))
         return s if event.acked else _send_reply(s, cfg, n, event.reply, kafka.NONE, kafka.NONE)
     node = replace(node, zk_active=False, zk_epoch=-1, zk_epoch_version=-1)

@@ -16,7 +16,8 @@ configured names, errors by their ``Errors`` names, records and requests by Kafk
 from __future__ import annotations
 
 from model import kafka
-from model.actions import advertised_version, metadata_version, provider_controller
+from model.actions import (advertised_version, epoch_holder, metadata_version,
+                           provider_controller)
 from model.config import DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
@@ -802,8 +803,7 @@ def _field_zk_controllers(cfg, d, s):
 
 
 def _epoch_holder_name(cfg, s, epoch):
-    holders = s.zk.epoch_holders
-    n = holders[epoch] if 0 <= epoch < len(holders) else NO_NODE
+    n = epoch_holder(s.zk, epoch)
     return "nobody" if n == NO_NODE else node_name(cfg, n)
 
 

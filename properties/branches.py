@@ -388,18 +388,11 @@ class Reason:
 
 
 def _toml(text: str) -> dict:
+    from properties.inputs import InputError, loads_toml
     try:
-        import tomllib
-    except ImportError:                 # pragma: no cover (Python 3.10)
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise ReasonsError("reading the branch reasons needs Python 3.11 (tomllib) or "
-                               "the tomli package") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ReasonsError(f"{UNREACHED_RESOURCE}: {e}") from None
+        return loads_toml(text, UNREACHED_RESOURCE)
+    except InputError as e:
+        raise ReasonsError(str(e)) from None
 
 
 def load_reasons(text: str | None = None) -> list:

@@ -110,3 +110,20 @@ def loads_json(text: str, *, max_depth: int | None = None):
         raise InputError(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:                     # unreachable after check_depth; kept as a net
         raise InputError("nested too deeply") from None
+
+
+def loads_toml(text: str, what: str) -> dict:
+    """A TOML document the package ships (``what`` names it in messages); ``InputError`` for
+    a malformed one, or when neither tomllib (Python 3.11) nor tomli is there."""
+    try:
+        import tomllib
+    except ImportError:                 # pragma: no cover (Python 3.10)
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise InputError(f"reading {what} needs Python 3.11 (tomllib) or the tomli "
+                             f"package") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{what}: {e}") from None

@@ -1189,18 +1189,11 @@ TRIAGE_RESOURCE = "adequacy_triage.toml"
 
 
 def _toml_loads(text: str) -> dict:
+    from properties.inputs import InputError, loads_toml
     try:
-        import tomllib
-    except ImportError:                             # pragma: no cover - Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise TriageError("reading the triage file needs Python 3.11 (tomllib) or the "
-                              "tomli package") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise TriageError(f"{TRIAGE_RESOURCE}: {e}") from None
+        return loads_toml(text, TRIAGE_RESOURCE)
+    except InputError as e:
+        raise TriageError(str(e)) from None
 
 
 def load_triage(text: str | None = None) -> dict:

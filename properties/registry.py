@@ -15,7 +15,7 @@ from typing import NamedTuple
 from collections.abc import Callable
 
 from model import kafka
-from model.actions import advertised_version
+from model.actions import advertised_version, epoch_holder
 from model.config import (BROKER, CONTROLLER, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design,
                           ModelConfig)
 from model.next import quiescent
@@ -57,13 +57,6 @@ def zk_writes_carry_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool
     return all(w.writer_epoch == w.zk_epoch for w in s.zk.writes)
 
 
-def _epoch_holder(s: State, epoch: int) -> int:
-    """The broker whose multi-op last set /controller_epoch to ``epoch``, as ZooKeeper
-    records it."""
-    holders = s.zk.epoch_holders
-    return holders[epoch] if 0 <= epoch < len(holders) else NO_NODE
-
-
 def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every live broker acting as the active ZK controller holds an epoch it won itself, by
     the CAS that set /controller_epoch: so at most one node acts as the active controller of
@@ -73,7 +66,7 @@ def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bo
     Z-1: the elected broker creates /controller and bumps /controller_epoch with a CAS on
     its zkVersion, in one multi-op; KIP-590: "make the controller as the single writer"
     (one controller per epoch is what lets every other node fence a deposed one)."""
-    return all(_epoch_holder(s, node.zk_epoch) == n
+    return all(epoch_holder(s.zk, node.zk_epoch) == n
                for n, node in enumerate(s.nodes) if node.alive and node.zk_active)
 
 

@@ -412,7 +412,7 @@ def _controller_handles_client_mutation(S: Sym, cfg: ModelConfig, d: Design, n: 
 
 
 def _epoch_holder(S: Sym, epoch):
-    """Zk.epoch_holders[epoch], NO_NODE past its end (model: _epoch_holder)."""
+    """Zk.epoch_holders[epoch], NO_NODE past its end (model: model.actions.epoch_holder)."""
     out = z3.IntVal(NO_NODE)
     for k, used in reversed(S.seq_items("zk.holders")):
         out = If(And(used, Eq(epoch, k)), S[f"zk.holders.{k}.node"], out)
