@@ -75,6 +75,18 @@ STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_
          "controller_commits_records", "node_replays_record", "broker_handles_session_expiry",
          "broker_elects_controller", "controller_becomes_leader", "clock_ticks",
          "zk_expires_session", "network_drops_message", "node_crashes", "node_restarts")
+# ``ClusterConfig.bugs`` this cluster honours besides ``skip-check-op`` (the ZK controller writes
+# without the CheckOp, Z-2): Kafka's shipped ControllerRegistrationManager logic where the
+# reference implementation's default is the proposed fix.  The name is the model's variant
+# (``--variant``), so a cluster with the bug is the implementation of that design.
+#   registration-no-recheck-after-success: a maybeSendControllerRegistration event that finds an
+#   RPC pending logs "waiting for the previous RPC to complete" and is gone, and the success
+#   handler only counts (ControllerRegistrationManager.scala L200-214, L238-265 at trunk
+#   1eb7644349c; L201-215, L239-266 at 3.7.0 and 3.8.0); default: the check waits for the RPC
+#   and runs when it completes (docs/findings/registration-no-recheck.md).
+KAFKA_REGISTRATION_NO_RECHECK = "registration-no-recheck-after-success"
+REGISTRATION_BUGS = {KAFKA_REGISTRATION_NO_RECHECK: "kafka_drops_check_while_pending"}
+
 FAULTS = {"zk_expires_session": "session_expiries", "network_drops_message": "drops",
           "node_crashes": "crashes", "node_restarts": "restarts",
           "broker_elects_controller": "elections", "controller_becomes_leader": "elections"}
@@ -313,7 +325,9 @@ class Cluster:
         provider = self._leader_info
         node.channel = self._channel_for(c, self.config.registration_retry_timeout_ms, provider)
         if self.config.registration:
-            node.registration = ControllerRegistrationManager(c, self.rng, self._listener_info(c))
+            switches = {flag: True for bug, flag in REGISTRATION_BUGS.items() if bug in self.bugs}
+            node.registration = ControllerRegistrationManager(c, self.rng, self._listener_info(c),
+                                                              **switches)
             node.incarnations.append(node.registration.incarnation_id)
             node.registration.start(node.channel)
         else:

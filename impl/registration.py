@@ -157,12 +157,15 @@ class ControllerRegistrationManager:
     """One controller process run's registration manager (R-1 to R-11).
 
     ``kafka_drops_check_while_pending`` picks what the ``maybeSendControllerRegistration``
-    event does when it finds an RPC pending.  False (the default, like ``model.Design()``):
-    the event stays queued and runs once the RPC completes, as KIP-919's "If it is not, it will
-    re-register" needs.  True: Kafka 3.7-3.9 as shipped -- it logs "waiting for the previous
-    RPC to complete" and is gone (the model's ``registration_no_recheck_after_success``
-    finding).  ``pending_stuck_on_timeout`` reproduces KAFKA-20247 (``onTimeout`` without
-    clearing ``pendingRpc``); ``trusts_response`` the seeded flaw registration-trusts-response."""
+    event does when it finds an RPC pending.  False (the default, like ``model.Design()``, and
+    the fix proposed in docs/findings/registration-no-recheck.md): the event stays queued and
+    runs once the RPC completes, as KIP-919's "If it is not, it will re-register" needs.  True:
+    Kafka's ControllerRegistrationManager as read at 3.7.0, 3.7.1, 3.8.0 and trunk 1eb7644
+    (2024-10-25) -- it logs "waiting for the previous RPC to complete" and is gone, and success
+    only counts (the model's ``registration-no-recheck-after-success`` finding; in
+    ``impl.cluster`` the bug of that name).  ``pending_stuck_on_timeout`` reproduces KAFKA-20247
+    (``onTimeout`` without clearing ``pendingRpc``, as at those revisions too); ``trusts_response``
+    the seeded flaw registration-trusts-response."""
 
     def __init__(self, node_id: int, rng: random.Random, listeners: Iterable[Mapping],
                  supported_features: Mapping[str, tuple[int, int]] | None = None,

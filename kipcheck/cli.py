@@ -776,22 +776,19 @@ def _branch_configs(text: str) -> list:
 
 def cmd_branches(args) -> int:
     """Branch coverage of model/actions.py.  On the standard measure (the tiny configurations
-    with every variant on its home configuration: the default) every unreached outcome must
-    have a recorded reason (properties/branches_unreached.toml) and every recorded reason must
-    name an outcome that is unreached: exit 1 otherwise, 0 if so.  Any other selection is a
-    report: exit 0 whatever the coverage."""
-    from model.config import VARIANTS
+    with every variant on its home configuration and its extra homes: the default) every
+    unreached outcome must have a recorded reason (properties/branches_unreached.toml) and every
+    recorded reason must name an outcome that is unreached: exit 1 otherwise, 0 if so.  Any
+    other selection is a report: exit 0 whatever the coverage."""
     from model.configs import TINY
-    from properties.branches import (STANDARD, ReasonsError, audit, load_reasons, measure,
-                                     reachable_percent)
+    from properties.branches import (STANDARD, ReasonsError, audit, explorations, load_reasons,
+                                     measure, reachable_percent)
     configs = _branch_configs(args.configs)
     try:
         reasons = load_reasons()
     except ReasonsError as e:
         raise BadInput(str(e)) from None
-    specs = [_spec(c, None) for c in configs]
-    if args.variants:
-        specs += [_spec(v.config, v.name) for v in VARIANTS.values() if v.config in configs]
+    specs = [_spec(c, v) for c, v in explorations(configs, args.variants)]
     standard = bool(args.variants) and sorted(configs) == sorted(TINY)
     cov = measure(specs, progress=None if args.json or args.quiet else sys.stderr)
     au = audit(cov, reasons)
@@ -813,7 +810,7 @@ def cmd_branches(args) -> int:
         print(json.dumps(doc, indent=1))
         return code
     out = sys.stdout
-    what = ", every variant on its home configuration" if args.variants else ""
+    what = ", every variant on its home configuration and extra homes" if args.variants else ""
     print(f"branch coverage of {cov.path}: {cov.covered}/{cov.total} branch outcomes "
           f"({cov.percent:.1f}%) over {len(specs)} explorations ({', '.join(configs)}{what}; "
           f"{cov.seconds:.1f} s)", file=out)
@@ -821,6 +818,12 @@ def cmd_branches(args) -> int:
         defensive = sum(1 for r in au.explained.values() if r.kind == "defensive")
         print(f"  without the {defensive} outcomes recorded as defensive (unreachable by "
               f"construction): {reachable_percent(cov, au):.1f}%", file=out)
+    by_variants = cov.only_by_variants()
+    if by_variants:
+        print(f"reached only under a design variant ({len(by_variants)}):", file=out)
+        for b, names in by_variants:
+            print(f"  {b.where(cov.path)}", file=out)
+            print(f"      by {', '.join(names)}", file=out)
     unreached = cov.unreached
     if unreached:
         print(f"unreached ({len(unreached)}):", file=out)
@@ -1148,8 +1151,8 @@ def build_parser() -> argparse.ArgumentParser:
     br.add_argument("--configs", default="tiny",
                     help="tiny (default), small, all, or a comma-separated list of names")
     br.add_argument("--variants", action=argparse.BooleanOptionalAction, default=True,
-                    help="also explore every variant on its home configuration, if selected "
-                    "(default; --no-variants: the correct design only)")
+                    help="also explore every variant on its home configuration and its extra "
+                    "homes, those selected (default; --no-variants: the correct design only)")
     br.add_argument("--json", action="store_true", help="print the coverage as JSON on stdout")
     br.add_argument("--quiet", action="store_true", help="no progress on stderr")
     br.set_defaults(func=cmd_branches)

@@ -286,7 +286,10 @@ def cmd_mutate(args) -> int:
     eq = c["equivalent"]
     unreached, identical = summary["equivalent_unreached"], summary["equivalent_identical"]
     print(f"\n{'class':<12}{'mutants':>8}", file=out)
-    print(f"{'killed':<12}{c['killed']:>8}", file=out)
+    bw = summary["killed_by_witness"]
+    print(f"{'killed':<12}{c['killed']:>8}   {c['killed'] - bw} by a property clause, SETTLE or "
+          f"DEADLOCK; {bw} by a witness no configuration reaches any more (check: exit 4)",
+          file=out)
     print(f"{'survived':<12}{c['survived']:>8}   {len(summary['triaged'])} triaged, "
           f"{len(summary['untriaged'])} untriaged", file=out)
     print(f"{'equivalent':<12}{eq:>8}   {unreached} unreached (the site never runs on these "

@@ -4,6 +4,10 @@
 actor-verb-object in Kafka's words; rule IDs (F-*, R-*, D-*, L-*, Z-*) point into
 ``docs/rules.md``.  Helpers whose names start with ``_`` are parts of a
 step (what a node does on receipt of a request, how a reply travels), not steps themselves.
+
+A message step is given a message of a kind it takes (``msg_kinds`` in
+``model.next.ACTION_TABLE``) that is in the network: ``model.next`` ensures it (``successors``
+by construction, ``step`` by checking a hand-written step), so the steps do not check it again.
 """
 from __future__ import annotations
 
@@ -177,10 +181,11 @@ def _reply_not_controller(s: State, cfg: ModelConfig, d: Design, src: int, reply
 
 
 def _requeue_front(node: Node) -> Node:
-    """F-21.3/4: forget the controller and put the in-flight item back at the front."""
+    """F-21.3/4: forget the controller and put the in-flight item back at the front.  The
+    channel has an item in flight: every caller checks that first (the answer or the lost
+    message is on its connection, or the controller it is sent to crashed)."""
     ch = node.channel
-    queue = ((ch.inflight._replace(requeued=True, sent=NO_TIME),) + ch.queue if ch.inflight
-             else ch.queue)
+    queue = (ch.inflight._replace(requeued=True, sent=NO_TIME),) + ch.queue
     return replace(node, channel=Channel(NO_NODE, queue, ()))
 
 
@@ -313,7 +318,8 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
     if is_controller:
         if metadata_version(s, n) < kafka.MV_3_7_IV0:
             return _respond(s, c, Response(kafka.UNSUPPORTED_VERSION))                # D-1.1
-        if not cfg.allows(spec.principal, kafka.ALTER_CLUSTER):
+        if (not cfg.allows(spec.principal, kafka.ALTER_CLUSTER)
+                and not d.controller_describe_without_alter):
             return _respond(s, c, Response(kafka.CLUSTER_AUTHORIZATION_FAILED))       # D-1.2
     expected = kafka.ENDPOINT_CONTROLLER if is_controller else kafka.ENDPOINT_BROKER
     if spec.endpoint_type not in (kafka.ENDPOINT_BROKER, kafka.ENDPOINT_CONTROLLER):
@@ -321,7 +327,9 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
     if spec.endpoint_type != expected:
         return _respond(s, c, Response(kafka.MISMATCHED_ENDPOINT_TYPE))               # D-3.2
     name = cfg.listener_names[listener]
-    if is_controller:
+    if is_controller and d.describe_controllers_from_voters:
+        candidates = list(cfg.controllers())        # the static controller.quorum.voters
+    elif is_controller:
         # R-21: registrations in the log this controller has replayed.
         candidates = sorted({rec.a for rec in s.quorum.log[:s.nodes[n].replayed]
                              if rec.kind == REGISTER_CONTROLLER})
@@ -509,8 +517,6 @@ def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
                                      m: Msg) -> State | None:
     """F-21 and table 1.6: NOT_CONTROLLER re-queues at the front and forgets the controller;
     otherwise the callback completes and the client gets its answer."""
-    if m.kind != ENVELOPE_RESPONSE or m not in s.network:
-        return None
     n = m.dst
     node = s.nodes[n]
     ch = node.channel
@@ -542,8 +548,6 @@ def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
 def node_discards_stale_response(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
     """A response nobody waits for (its connection is gone, or it answers an old
     incarnation) is dropped on arrival."""
-    if m.kind not in (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) or m not in s.network:
-        return None
     if _response_matches(s, m):
         return None
     return replace(s, network=s.network - {m})
@@ -564,9 +568,10 @@ def _response_matches(s: State, m: Msg) -> bool:
 
 
 def controller_handles_envelope(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
-    """Deliver an EnvelopeRequest to its controller (any order: the network reorders)."""
-    if m.kind != ENVELOPE_REQUEST or m not in s.network or not s.nodes[m.dst].alive:
-        return None
+    """Deliver an EnvelopeRequest to its controller (any order: the network reorders).  The
+    controller is alive: every message in the network is addressed to a live node (a sender
+    checks that its peer is alive, and a crash drops the messages to the crashed node; the
+    invariant messages-to-live-nodes of properties/symbolic/invariants.py)."""
     s = replace(s, network=s.network - {m})
     reply = Reply(REPLY_ENVELOPE, m.src, m.key, m.listener, m.b)
     sender = cfg.principal_names[m.sender_principal]
@@ -645,9 +650,8 @@ def controller_sends_registration(s: State, cfg: ModelConfig, d: Design, c: int)
 
 def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
     """R-12..R-14: CLUSTER_ACTION, active controller, metadata.version; then append one
-    RegisterControllerRecord (last writer wins, no incarnation check: R-15, R-18)."""
-    if m.kind != REGISTRATION_REQUEST or m not in s.network or not s.nodes[m.dst].alive:
-        return None
+    RegisterControllerRecord (last writer wins, no incarnation check: R-15, R-18).  The
+    controller is alive, as for an envelope (controller_handles_envelope)."""
     r = m.dst
     s = replace(s, network=s.network - {m})
     reply = Reply(REPLY_REGISTRATION, m.src, m.a, m.listener)
@@ -658,7 +662,11 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
     if metadata_version(s) < kafka.MV_3_7_IV0:
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
-    record = Record(REGISTER_CONTROLLER, m.src, m.a, q.epoch, r)
+    # sender_cluster_action is a ghost (P9 reads it; no step does): what the ACLs say of the
+    # connection's principal, looked up afresh rather than taken from the check above
+    record = Record(REGISTER_CONTROLLER, m.src, m.a, q.epoch, r,
+                    sender_cluster_action=cfg.allows(cfg.principal_names[m.sender_principal],
+                                                     kafka.CLUSTER_ACTION))
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
 
 
@@ -666,7 +674,7 @@ def controller_handles_registration_response(s: State, cfg: ModelConfig, d: Desi
                                              m: Msg) -> State | None:
     """R-6: clear pendingRpc; an error backs off (R-7); NOT_CONTROLLER is retried by the
     channel; success changes nothing else: the manager waits for its record in the log."""
-    if m.kind != REGISTRATION_RESPONSE or m not in s.network or not _response_matches(s, m):
+    if not _response_matches(s, m):
         return None
     c = m.dst
     node = s.nodes[c]

@@ -191,6 +191,8 @@ class Design:
     election_keeps_epoch: bool = False
     brokers_write_zk_under_controller_epoch: bool = False
     registration_never_confirmed: bool = False
+    describe_controllers_from_voters: bool = False
+    controller_describe_without_alter: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -205,6 +207,10 @@ class Variant:
     flags: tuple                # Design flags it turns on
     config: str                 # the tiny configuration that catches it
     kind: str = "seeded"        # SEEDED | FINDING | ACCEPTED_MISS (see below)
+    # further tiny configurations `kipcheck branches` explores it on (properties/branches.py):
+    # branches of its flag that its home cannot reach (the other mode's side, a case the home
+    # lacks).  Only ``config`` decides whether it is caught.
+    extra_homes: tuple = ()
 
     @property
     def design(self) -> Design:
@@ -231,7 +237,9 @@ VARIANTS = {v.name: v for v in (
     Variant("brokers-write-zk",
             "non-controller ZK brokers write configs/ACLs to ZooKeeper themselves",
             "F-5, Z-5 (ZK mode without forwarding); KIP-590 'single writer'", ("P1",),
-            ("brokers_write_zk",), "zk-forward-zombie"),
+            ("brokers_write_zk",), "zk-forward-zombie",
+            # its home has only an authorized client: the broker's own ACL check needs another
+            extra_homes=("zk-envelope-security",)),
     Variant("reforward-forwarded",
             "a broker that is not the controller forwards a forwarded request again",
             "KIP-590 draft: 'the request shall never be forwarded twice'; F-10", ("P2",),
@@ -268,7 +276,9 @@ VARIANTS = {v.name: v for v in (
     Variant("ack-before-commit",
             "the controller answers success before the write is durable",
             "KIP-590: 'a successful update shall be eventually guaranteed'; R-17", ("P6",),
-            ("ack_before_commit",), "kraft-forward-leader-change"),
+            ("ack_before_commit",), "kraft-forward-leader-change",
+            # its ZK side: a write acknowledged when queued, then fenced or written
+            extra_homes=("zk-forward-zombie",)),
     Variant("leak-envelope-error",
             "the forwarder passes the envelope error code to the client",
             "KIP-590 EnvelopeResponse Handling; table 1.6 of docs/rules.md", ("P7",),
@@ -278,13 +288,16 @@ VARIANTS = {v.name: v for v in (
             "KAFKA-10674; F-35", ("P8",), ("versions_not_intersected",),
             "kraft-forward-leader-change"),
     Variant("registration-no-recheck-after-success",
-            "Kafka 3.7-3.9 as shipped: a registration check that finds an RPC pending is "
-            "dropped and success re-checks nothing, so an old incarnation's record that lands "
-            "meanwhile stays until some later delta touches the registration (R-9)",
-            "kipcheck finding: ControllerRegistrationManager skips maybeSend while pendingRpcs > 0 "
-            "and its success handler only counts (R-6, R-9); contradicts KIP-919 'If it is not, "
-            "it will re-register.'", ("P3",), ("registration_no_recheck_after_success",),
-            "kraft-registration", kind="finding"),
+            "Kafka as read at 3.7.0, 3.7.1, 3.8.0 and trunk 1eb7644 (2024-10-25): a registration "
+            "check that finds an RPC pending is dropped and a success response only counts, so "
+            "an old incarnation's record replayed while the new incarnation's RPC is pending "
+            "stays until a feature-level change, a snapshot load or a restart (R-9)",
+            "kipcheck finding (docs/findings/registration-no-recheck.md): "
+            "ControllerRegistrationManager.maybeSendControllerRegistration only logs while "
+            "pendingRpc (L210-211 at 3.7.0 to 3.8.0, L209-210 at trunk) and onComplete only "
+            "counts a success (L257-259; trunk L256-258) (R-3, R-6, R-8, R-9); contradicts "
+            "KIP-919 'If it is not, it will re-register.'", ("P3",),
+            ("registration_no_recheck_after_success",), "kraft-registration", kind="finding"),
     Variant("registration-without-deadline",
             "the registration channel re-queues the registration forever, with no retry "
             "timeout: with the leader gone the controller spins on its channel and never settles",
@@ -313,6 +326,21 @@ VARIANTS = {v.name: v for v in (
             "KIP-919: 'Each controller will check that the controller registration for its ID "
             "is as expected'; R-8", ("P3",), ("registration_never_confirmed",),
             "kraft-registration"),
+    Variant("describe-controllers-from-voters",
+            "a controller answers DescribeCluster from its static controller.quorum.voters "
+            "list instead of the controller registrations it has replayed, so a controller "
+            "that has not registered (yet) is listed with the endpoints of its configuration",
+            "KIP-919: controllers register 'information about the endpoints which they "
+            "possess' and 'The registration will be persisted in the metadata log as hard "
+            "state'; R-21, D-1.3 (describeClusterControllers reads the registrations)",
+            ("P5",), ("describe_controllers_from_voters",), "kraft-listeners"),
+    Variant("controller-describe-without-alter",
+            "a controller answers DescribeCluster the way a broker does (D-2), without the ALTER "
+            "on CLUSTER check, so any principal reads the controllers' endpoints",
+            "D-1.2 (ControllerApis.handleDescribeCluster requires ALTER on CLUSTER, not "
+            "DESCRIBE); KIP-919 'communicating directly with the controller quorum will "
+            "require special configurations'", ("P9",), ("controller_describe_without_alter",),
+            "kraft-listeners"),
 )}
 
 

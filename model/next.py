@@ -13,9 +13,9 @@ from functools import lru_cache
 
 from model import actions as A
 from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, REGISTER_CONTROLLER,
-                         REGISTRATION_REQUEST, REGISTRATION_RESPONSE, Client, Msg, Node, Quorum,
-                         NO_NODE, Record, State, Zk)
+from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, MSG_KIND_NAMES,
+                         REGISTER_CONTROLLER, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, Client,
+                         Msg, Node, Quorum, NO_NODE, Record, State, Zk)
 from model.step import Step
 
 # argument kinds
@@ -29,11 +29,16 @@ class ActionSpec:
     """Everything the model knows about one action, in one place.  ``ACTIONS``,
     ``ACTION_NAMES``, ``FAULT_ACTIONS``, ``fault_budgets`` and ``_plan`` are derived from
     ``ACTION_TABLE``; the implementation keeps its own vocabulary (``impl.cluster.STEPS`` and
-    ``FAULTS``), and tests/test_action_table.py checks that the two agree."""
+    ``FAULTS``), and tests/test_action_table.py checks that the two agree.
+
+    A message action's ``msg_kinds`` is its precondition, not a filter: ``successors`` and
+    ``step`` call it only with a message of one of those kinds that is in the network (``step``
+    refuses another kind with ValueError and a message not in the network as not enabled), so
+    the action itself need not check either."""
     name: str
     fn: Callable
     arg: str                    # NONE_ARG | CLIENT_ARG | NODE_ARG | MSG_ARG
-    msg_kinds: tuple = ()       # MSG_ARG: the message kinds it takes
+    msg_kinds: tuple = ()       # MSG_ARG: the message kinds it takes (its precondition)
     fault: bool = False         # always a fault (is_fault adds a conditional one)
     budget: str | None = None   # the ModelConfig bound that limits how often it happens
     mode: str = BOTH            # ZK | KRAFT | BOTH: the mode it can happen in
@@ -183,7 +188,10 @@ def successors(s: State, cfg: ModelConfig, d: Design) -> list:
 
 def step(s: State, cfg: ModelConfig, d: Design, st: Step) -> State | None:
     """The successor of ``s`` by ``st``, or None if it is not enabled.  Raises ValueError for
-    a step that does not name an action of this model or has malformed arguments."""
+    a step that does not name an action of this model or has malformed arguments (a message
+    action given a message of a kind it does not take).  A message step is enabled only if its
+    message is in the network: checked here, as ``successors`` does by construction, so the
+    message actions need not check their message's kind or presence themselves."""
     entry = _BY_NAME.get(st.action)
     if entry is None:
         raise ValueError(f"unknown action {st.action!r}; actions: {', '.join(ACTION_NAMES)}")
@@ -200,11 +208,22 @@ def step(s: State, cfg: ModelConfig, d: Design, st: Step) -> State | None:
         if not (isinstance(arg, tuple) and len(arg) == len(Msg._fields)
                 and all(isinstance(x, int) for x in arg)):
             raise ValueError(f"{st.action} takes a message ({len(Msg._fields)} ints), got {arg!r}")
-        return fn(s, cfg, d, Msg(*arg))
+        m = Msg(*arg)
+        kinds = ACTION_BY_NAME[st.action].msg_kinds
+        if m.kind not in kinds:
+            raise ValueError(f"{st.action} takes a message of kind "
+                             f"{' or '.join(_kind_name(k) for k in kinds)}, got kind "
+                             f"{_kind_name(m.kind)}")
+        return fn(s, cfg, d, m) if m in s.network else None
     limit = len(s.clients) if kind == CLIENT_ARG else len(s.nodes)
     if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < limit:
         raise ValueError(f"{st.action}: {kind} index {arg!r} out of range 0..{limit - 1}")
     return fn(s, cfg, d, arg)
+
+
+def _kind_name(kind) -> str:
+    names = dict(enumerate(MSG_KIND_NAMES))
+    return f"{names[kind]} ({kind})" if kind in names else repr(kind)
 
 
 def is_fault(s: State, cfg: ModelConfig, st: Step) -> bool:
@@ -235,7 +254,10 @@ def replay(cfg: ModelConfig, d: Design, steps) -> list:
     for i, st in enumerate(steps):
         t = step(states[-1], cfg, d, st)
         if t is None:
-            raise ValueError(f"step {i + 1} ({st}) is not enabled")
+            why = ""
+            if _BY_NAME[st.action][1] == MSG_ARG and Msg(*st.args[0]) not in states[-1].network:
+                why = ": its message is not in the network"
+            raise ValueError(f"step {i + 1} ({st}) is not enabled{why}")
         states.append(t)
     return states
 

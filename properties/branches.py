@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["Branch", "Coverage", "branch_points", "measure", "EXIT", "Reason", "Audit",
            "load_reasons", "audit", "normalise", "reachable_percent", "UNREACHED_RESOURCE",
-           "ReasonsError", "STANDARD"]
+           "ReasonsError", "STANDARD", "explorations"]
 
 EXIT = -1                       # the arc target of a 'return' event: the function returned
 
@@ -245,6 +245,14 @@ class Coverage:
         """The spec names whose exploration reached ``branch``."""
         return [name for name, got in self.reached.items() if branch in got]
 
+    def only_by_variants(self) -> list:
+        """(branch, spec names) for every outcome reached, but by no exploration of the
+        correct design (``config[correct]``): only a design variant reaches it."""
+        correct = frozenset().union(*(got for name, got in self.reached.items()
+                                      if name.endswith("[correct]")))
+        got = self.covered_set
+        return [(b, self.reached_by(b)) for b in self.branches if b in got and b not in correct]
+
     def to_json(self) -> dict:
         def row(b):
             return {"function": b.function, "line": b.line, "outcome": b.outcome,
@@ -356,8 +364,23 @@ def measure(specs, module=None, *, progress=None, stop_at_violation: bool = Fals
 UNREACHED_RESOURCE = "branches_unreached.toml"
 REASON_KINDS = ("defensive", "variant", "small")
 # The standard measure the reasons are recorded for: every tiny configuration under the correct
-# design, plus every design variant on its home configuration.
-STANDARD = "tiny configurations, correct design and every variant on its home configuration"
+# design, plus every design variant on its home configuration and its extra homes
+# (``Variant.extra_homes``).
+STANDARD = ("tiny configurations, correct design and every variant on its home configuration "
+            "and extra homes")
+
+
+def explorations(configs, variants: bool = True) -> list:
+    """The (configuration, variant) pairs a measure over ``configs`` explores: each
+    configuration under the correct design (variant None), then, with ``variants``, every
+    design variant on its home configuration and on each of its extra homes, among
+    ``configs``."""
+    from model.config import VARIANTS
+    out = [(c, None) for c in configs]
+    if variants:
+        out += [(c, v.name) for v in VARIANTS.values() for c in (v.config,) + v.extra_homes
+                if c in configs]
+    return out
 
 
 class ReasonsError(ValueError):
@@ -368,7 +391,8 @@ class ReasonsError(ValueError):
 class Reason:
     """Why one unreached branch outcome is not reached.  ``kind``: ``defensive`` (no state of
     the model can take it: a guard for hand-written steps, or a case every caller rules out),
-    ``variant`` (only a design variant reaches it, on a configuration other than its home) or
+    ``variant`` (only a design variant reaches it, on a configuration that is neither its home
+    nor one of its extra homes) or
     ``small`` (only a small configuration reaches it).  ``reached_by``: the explorations that do
     reach it (``config[variant]``), measured once and recorded."""
     function: str

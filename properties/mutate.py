@@ -94,7 +94,9 @@ quiescent clauses (``_mutant_spec``).  The classes:
     a property clause (``properties/registry.py``) or a whole-graph check (SETTLE, DEADLOCK) is
     violated.  The trace is the explorer's shortest one; it is replayed under the mutant (it
     must end in the same violation) and under the correct design (where it must not: either a
-    step is not enabled or the end state is fine).
+    step is not enabled or the end state is fine).  Also killed, by a witness: every
+    configuration is complete with nothing violated, but a witness the correct design reaches
+    on one of them the mutant reaches on none (``kipcheck check`` fails on it, exit 4).
 ``equivalent``
     every explored configuration is complete and reaches exactly the correct design's set of
     observations (``observation``).  The projection is STRICTER than
@@ -1077,7 +1079,7 @@ def run_mutant(plan: MutationPlan, gen: Generation, mutant: Mutant, configs) -> 
                     steps = tuple(r.graph_trace) + tuple(r.graph_stem) + tuple(r.graph_loop)
                     prop, cl = r.graph_violation, None
                 kill_steps = steps
-                kill = {"config": name, "property": prop, "clause": cl,
+                kill = {"by": "property", "config": name, "property": prop, "clause": cl,
                         "steps": _steps_json(steps), "descriptions": _describe(cfg, steps)}
                 if r.violation is not None:
                     ok, found = _replay_violation(cfg, steps)
@@ -1129,9 +1131,19 @@ def run_mutant(plan: MutationPlan, gen: Generation, mutant: Mutant, configs) -> 
     if status == "killed" and "replays_under_mutant" in rec["kill"]:
         ok, found = _replay_violation(get_config(rec["kill"]["config"]), kill_steps)
         rec["kill"]["violates_under_correct"] = bool(ok and found)
+    lost = _witnesses_lost(bases, rec["configs"]) if status is None and not unbounded else ()
     if status is None:
         if unbounded:
             status = "unbounded"
+        elif lost:
+            # kipcheck check fails (exit 4) on it: the mutant no longer does something the
+            # correct design does on these configurations, and nothing else would say so
+            status = "killed"
+            rec["kill"] = {"by": "witness", "property": "WITNESS", "clause": lost[0],
+                           "witnesses": list(lost),
+                           "configs": [name for name in configs
+                                       if set(lost) & set(bases[name].witnesses)],
+                           "steps": [], "descriptions": []}
         elif diffs:
             status = "survived"
         else:
@@ -1142,6 +1154,17 @@ def run_mutant(plan: MutationPlan, gen: Generation, mutant: Mutant, configs) -> 
     rec["status"] = status
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     return rec
+
+
+def _witnesses_lost(bases: dict, rows) -> tuple:
+    """The witnesses the correct design reaches on some of the configurations and the mutant
+    on none (``kipcheck check`` asks each witness of some configuration of its selection)."""
+    want, got = set(), set()
+    for row in rows:
+        base = bases[row["config"]].witnesses
+        want.update(base)
+        got.update(w for w in base if w not in row.get("witnesses_missing", ()))
+    return tuple(sorted(want - got))
 
 
 def _obs(state, cfg):
@@ -1230,12 +1253,15 @@ def summarize(records, triage: dict) -> dict:
             elif r.get("equivalence") == "identical":
                 identical += 1
     killed, survived = counts["killed"], counts["survived"]
+    by_witness = sum(1 for r in records
+                     if r["status"] == "killed" and r.get("kill", {}).get("by") == "witness")
     adequacy = killed / (killed + survived) if killed + survived else 1.0
     entries = triage["entries"]
     triaged = [r for r in records if r["status"] == "survived" and r["key"] in entries]
     untriaged = [r for r in records if r["status"] == "survived" and r["key"] not in entries]
     return {"counts": counts, "adequacy": adequacy, "target": triage["target"],
             "equivalent_unreached": unreached, "equivalent_identical": identical,
+            "killed_by_witness": by_witness,
             "triaged": [r["id"] for r in triaged], "untriaged": [r["id"] for r in untriaged],
             "ok": not untriaged and adequacy >= triage["target"]}
 

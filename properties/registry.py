@@ -1,4 +1,4 @@
-"""The safety properties (P1-P8, L1) and the witnesses, in one registry.
+"""The safety properties (P1-P9, L1) and the witnesses, in one registry.
 
 A property is a conjunction of named clauses.  Each clause states one fact and quotes, in its
 docstring, the KIP sentence or Kafka rule it enforces.  ``always`` clauses hold in every
@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from model import kafka
 from model.actions import advertised_version, epoch_holder
-from model.config import (BROKER, CONTROLLER, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design,
+from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK,
+                          Design,
                           ModelConfig)
 from model.next import quiescent
 from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
@@ -93,6 +94,32 @@ def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
             return False
         last_epoch = rec.epoch
     return True
+
+
+def active_controller_owns_controller_znode(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A live broker that acts as the active ZK controller and whose ZooKeeper session is
+    still alive owns the ephemeral /controller znode: two brokers never both act as
+    controller while both sessions live (a deposed controller is one whose session expired
+    and that has not noticed yet).
+
+    Z-1: a broker becomes controller only by creating /controller, which fails while another
+    session owns it; the znode is ephemeral, so it goes only with its owner's session;
+    KIP-590: "make the controller as the single writer"."""
+    if cfg.mode != ZK:
+        return True
+    return all(s.zk.controller == n for n, node in enumerate(s.nodes)
+               if node.alive and node.zk_active and not node.session_expired)
+
+
+def log_appended_by_current_leader(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Only the leader of the current epoch appends to the metadata log: every record
+    appended and not yet committed was appended by the current leader, in the current epoch.
+
+    R-13: a controller that is not the active one fails the write with
+    NotControllerException; KIP-590: the controller is the single metadata writer (in KRaft,
+    the quorum's leader)."""
+    q = s.quorum
+    return all(rec.writer == q.leader and rec.epoch == q.epoch for rec, _ in q.uncommitted)
 
 
 # ------------------------------------------------------------------------------------------
@@ -256,6 +283,77 @@ def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -
 
 
 # ------------------------------------------------------------------------------------------
+# P9 request-admission
+
+
+def envelopes_applied_only_where_accepted(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """No mutation arrives by envelope at a controller that must refuse every envelope: a ZK
+    controller with forwarding disabled, or a controller that cannot deserialize the
+    forwarded principal.
+
+    F-23: a ZK controller without forwarding enabled (or without a principal serde) closes
+    the connection of an EnvelopeRequest; F-29a: a KRaft controller without a principal
+    serde answers PRINCIPAL_DESERIALIZATION_FAILURE; KIP-590 Routing Request Security (the
+    controller acts as the forwarded principal, so it must be able to read it)."""
+    if cfg.mode == ZK:
+        for w in s.zk.writes:
+            if w.via_envelope and (not cfg.zk_forwarding
+                                   or not cfg.nodes[w.writer].principal_serde):
+                return False
+        return True
+    for rec in s.quorum.log + tuple(r for r, _ in s.quorum.uncommitted):
+        if rec.kind == MUTATION_RECORD and rec.via_envelope and \
+                not cfg.nodes[rec.writer].principal_serde:
+            return False
+    return True
+
+
+def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A ZK broker applies an EnvelopeRequest that a client wrote itself only if the client
+    sent it on the broker's privileged listener; on any other listener the connection is
+    closed.  Decided from the listener the client's configuration names, not from what the
+    broker computed.
+
+    F-24: "EnvelopeRequest is only accepted on the privileged listener" (the control plane
+    listener, else the inter-broker one, L-18); KAFKA-12168 (the trust boundary of
+    envelopes); KIP-590 Routing Request Security."""
+    if cfg.mode != ZK:
+        return True
+    for w in s.zk.writes:
+        spec = cfg.clients[w.req]
+        if w.via_envelope and spec.kind == FORGED_ENVELOPE:
+            priv = cfg.privileged_listener(spec.node)
+            if priv is None or priv.name != spec.listener:
+                return False
+    return True
+
+
+def registrations_from_cluster_action(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every RegisterControllerRecord, committed or appended, was requested by a principal
+    with CLUSTER_ACTION on the cluster.
+
+    R-12: ControllerRegistrationRequest requires CLUSTER_ACTION on CLUSTER, else
+    CLUSTER_AUTHORIZATION_FAILED; KIP-919 (the registration is an inter-controller RPC)."""
+    return all(rec.sender_cluster_action for rec in s.quorum.log + tuple(
+        r for r, _ in s.quorum.uncommitted) if rec.kind == REGISTER_CONTROLLER)
+
+
+def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A DescribeCluster sent to a controller succeeds only for a principal with ALTER on the
+    cluster.
+
+    D-1.2: ControllerApis.handleDescribeCluster "requires ALTER on CLUSTER (not DESCRIBE!)",
+    else CLUSTER_AUTHORIZATION_FAILED; KIP-919 (admin clients talking to controllers
+    directly see the controllers' endpoints)."""
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == CONTROLLER and \
+                not cfg.allows(spec.principal, kafka.ALTER_CLUSTER) and \
+                any(r.code == kafka.NONE for r in s.clients[c].responses):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
 # P5 listener-isolation
 
 
@@ -277,6 +375,42 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
     return True
 
 
+def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A broker's successful DescribeCluster answer lists the broker itself on the listener
+    the request arrived on: the broker is alive (it answered) and has that listener (the
+    request came in on it).
+
+    L-27: a broker answers with the endpoints of the alive brokers on the request's
+    listener; KIP-103: "the list of endpoints they get back is restricted to the listener
+    name of the endpoint where they made the request" (restricted to it, not emptied)."""
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != BROKER:
+            continue
+        own = (spec.node, cfg.listener_index(spec.listener))
+        for r in s.clients[c].responses:
+            if r.code == kafka.NONE and own not in r.endpoints:
+                return False
+    return True
+
+
+def controller_describe_lists_registered_controllers(s: State, cfg: ModelConfig,
+                                                      d: Design) -> bool:
+    """Every controller a controller's DescribeCluster answer lists has registered: a
+    RegisterControllerRecord for it is in the committed metadata log.
+
+    R-21: describeClusterControllers(listenerName) returns "for every registration that has
+    an endpoint whose name equals the request's listener name" the controller's endpoint;
+    D-1.3 (nodes from the registrations publisher); KIP-919 (controller registration)."""
+    registered = {rec.a for rec in s.quorum.log if rec.kind == REGISTER_CONTROLLER}
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != CONTROLLER:
+            continue
+        for r in s.clients[c].responses:
+            if any(node not in registered for node, _ in r.endpoints):
+                return False
+    return True
+
+
 # ------------------------------------------------------------------------------------------
 # P6 acknowledged-durable
 
@@ -292,12 +426,14 @@ def _durable_index(s: State, cfg: ModelConfig, req: int) -> int | None:
 
 def acknowledged_mutation_is_durable(s: State, cfg: ModelConfig, d: Design) -> bool:
     """A mutation acknowledged as successful to a client is durable (in ZooKeeper, or
-    committed to the metadata log).
+    committed to the metadata log); so is one a client sent in its own EnvelopeRequest that
+    was answered NONE (a refused envelope is never answered as a success).
 
     KIP-590: "a successful update shall be eventually guaranteed"; R-17: the response is
     sent only after the record is committed."""
     for c, spec in enumerate(cfg.clients):
-        if spec.kind == MUTATION and any(r.code == kafka.NONE for r in s.clients[c].responses):
+        if spec.kind in (MUTATION, FORGED_ENVELOPE) and \
+                any(r.code == kafka.NONE for r in s.clients[c].responses):
             if _durable_index(s, cfg, c) is None:
                 return False
     return True
@@ -416,7 +552,11 @@ PROPERTIES = (
               Clause("active-controller-won-its-epoch", ALWAYS,
                      active_controller_won_its_epoch),
               Clause("zk-writes-by-epoch-holder", ALWAYS, zk_writes_by_epoch_holder),
-              Clause("log-has-one-writer-per-epoch", ALWAYS, log_has_one_writer_per_epoch))),
+              Clause("active-controller-owns-controller-znode", ALWAYS,
+                     active_controller_owns_controller_znode),
+              Clause("log-has-one-writer-per-epoch", ALWAYS, log_has_one_writer_per_epoch),
+              Clause("log-appended-by-current-leader", ALWAYS,
+                     log_appended_by_current_leader))),
     Property("P2", "bounded-forwarding",
              "a client request crosses at most one forwarding hop, a forwarded request is never "
              "forwarded again, every forward ends by its deadline, and after NOT_CONTROLLER the "
@@ -447,9 +587,13 @@ PROPERTIES = (
                      envelopes_only_from_trusted_senders))),
     Property("P5", "listener-isolation",
              "every endpoint returned to a client is on the listener the request arrived on and "
-             "of the endpoint type asked for",
+             "of the endpoint type asked for; a broker lists itself, a controller only "
+             "registered controllers",
              "KIP-103; L-27; R-21; D-1..D-3",
-             (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),)),
+             (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),
+              Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself),
+              Clause("controller-describe-lists-registered-controllers", ALWAYS,
+                     controller_describe_lists_registered_controllers))),
     Property("P6", "acknowledged-durable",
              "a mutation acknowledged as successful is durable and, once quiescent, visible to "
              "every live broker",
@@ -468,6 +612,20 @@ PROPERTIES = (
              "KIP-590 ApiVersion Consistency; F-35; KAFKA-10674",
              (Clause("advertised-versions-within-controller", ALWAYS,
                      advertised_versions_within_controller),)),
+    Property("P9", "request-admission",
+             "a controller acts on a request only where Kafka admits it: no envelope at a "
+             "controller that must refuse envelopes, a client's own envelope only on the "
+             "privileged listener, registrations only from CLUSTER_ACTION, DescribeCluster on a "
+             "controller only with ALTER",
+             "KIP-590 Routing Request Security; KIP-919; F-23, F-24, F-29a, R-12, D-1.2",
+             (Clause("envelopes-applied-only-where-accepted", ALWAYS,
+                     envelopes_applied_only_where_accepted),
+              Clause("client-envelopes-only-on-privileged-listener", ALWAYS,
+                     client_envelopes_only_on_privileged_listener),
+              Clause("registrations-from-cluster-action", ALWAYS,
+                     registrations_from_cluster_action),
+              Clause("controller-describe-requires-alter", ALWAYS,
+                     controller_describe_requires_alter))),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -491,7 +649,13 @@ RELEVANT_FIELDS = {
     "active-controller-won-its-epoch": ("zk-controllers", "zk-epoch-holders",
                                         "active-controller"),
     "zk-writes-by-epoch-holder": ("zk-writes", "zk-epoch-holders", "zk-controllers"),
+    "active-controller-owns-controller-znode": ("zk-controllers", "active-controller"),
     "log-has-one-writer-per-epoch": ("metadata-log", "active-controller"),
+    "log-appended-by-current-leader": ("metadata-log", "active-controller"),
+    "envelopes-applied-only-where-accepted": ("applied-mutations", "client-responses"),
+    "client-envelopes-only-on-privileged-listener": ("applied-mutations", "client-responses"),
+    "registrations-from-cluster-action": ("registrations", "metadata-log"),
+    "controller-describe-requires-alter": ("describe-responses", "client-responses"),
     "envelope-never-nested": ("envelopes-in-flight", "active-controller", "zk-controllers",
                               "metadata-caches"),
     "forward-ends-by-deadline": ("clock", "controller-channels", "client-responses"),
@@ -505,6 +669,8 @@ RELEVANT_FIELDS = {
     "mutations-authorized-as-client": ("applied-mutations", "client-responses"),
     "envelopes-only-from-trusted-senders": ("applied-mutations", "client-responses"),
     "endpoints-on-request-listener": ("describe-responses",),
+    "broker-describe-lists-itself": ("describe-responses",),
+    "controller-describe-lists-registered-controllers": ("describe-responses", "metadata-log"),
     "acknowledged-mutation-is-durable": ("acknowledged-mutations", "active-controller",
                                          "client-responses"),
     "acknowledged-mutation-visible": ("acknowledged-mutations", "metadata-log"),

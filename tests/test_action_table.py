@@ -15,6 +15,7 @@ from model.config import BROKER, CONTROLLER, KRAFT, VARIANTS, ZK, Design, ModelC
 from model.configs import CONFIGS, TINY
 from model.next import (ACTION_BY_NAME, ACTION_NAMES, ACTION_TABLE, ACTIONS, BOTH, CLIENT_ARG,
                         FAULT_ACTIONS, MSG_ARG, NODE_ARG, NONE_ARG, fault_budgets)
+from model.step import Step
 
 _INT_FIELDS = {f.name for f in fields(ModelConfig) if f.type in ("int", int)}
 _BOOL_FIELDS = {f.name for f in fields(ModelConfig) if f.type in ("bool", bool)}
@@ -131,13 +132,19 @@ def _every_argument(s, cfg, a):
 @pytest.mark.parametrize("config", TINY)
 def test_what_the_plan_leaves_out_is_never_enabled(config):
     """``_plan`` prunes by the table's mode, role, budget, required flag and message kinds; in
-    every reachable state, what it prunes is indeed not enabled, so pruning changes nothing."""
+    every reachable state, what it prunes is indeed not enabled, so pruning changes nothing.
+    A message of a kind the action does not take is not a step at all: the kinds are the
+    action's precondition, and ``step`` refuses another kind as malformed."""
     cfg = CONFIGS[config]
     design = Design()
     planned = {name: (kinds, set(args)) for name, _, _, kinds, args in model_next._plan(cfg)}
     for s, _ in _walk(cfg, bound=400):
         for a in ACTION_TABLE:
             for args in _every_argument(s, cfg, a):
+                if a.arg == MSG_ARG and args[0].kind not in a.msg_kinds:
+                    with pytest.raises(ValueError, match="takes a message of kind"):
+                        model_next.step(s, cfg, design, Step(a.name, (tuple(args[0]),)))
+                    continue
                 if a.name in planned:
                     kinds, allowed = planned[a.name]
                     if a.arg == NODE_ARG and args[0] in allowed:

@@ -23,6 +23,8 @@ ONLY_CATCHER = {
     "active-controller-won-its-epoch": "election-keeps-epoch",
     "zk-writes-by-epoch-holder": "brokers-write-zk-under-controller-epoch",
     "registered-if-log-agrees": "registration-never-confirmed",
+    "controller-describe-lists-registered-controllers": "describe-controllers-from-voters",
+    "controller-describe-requires-alter": "controller-describe-without-alter",
 }
 
 
@@ -60,10 +62,14 @@ def test_no_other_clause_catches_the_variant(clause, variant, monkeypatch):
     assert result.graph_violation is None
 
 
-def test_every_only_catcher_is_a_registry_clause_with_a_z3_encoding():
+def test_every_only_catcher_is_a_registry_clause_and_p1_to_p4_have_z3_encodings():
     from properties.symbolic.props import CLAUSES
     names = {c.name for p in registry.PROPERTIES for c in p.clauses}
-    assert set(ONLY_CATCHER) <= names and set(ONLY_CATCHER) <= set(CLAUSES)
+    assert set(ONLY_CATCHER) <= names
+    assert set(ONLY_CATCHER_MUTANT) <= names
+    for p in registry.PROPERTIES:
+        if p.id in ("P1", "P2", "P3", "P4"):
+            assert {c.name for c in p.clauses} <= set(CLAUSES), p.id
 
 
 @pytest.mark.slow
@@ -71,3 +77,78 @@ def test_every_only_catcher_is_a_registry_clause_with_a_z3_encoding():
 def test_correct_design_passes_every_clause_on_the_small_configurations(name):
     result = explore(KafkaSpec.named(name))
     assert result.complete and result.violation is None, result.trace
+
+
+# clause -> (home configuration, the key of a design mutant of model/actions.py that only it
+# catches: `kipcheck mutate --only KEY`); a mutant stands in for a variant where the flaw is one
+# changed condition of a step and a flag would only restate it
+ONLY_CATCHER_MUTANT = {
+    "active-controller-owns-controller-znode": (
+        "zk-forward-zombie", "broker_elects_controller: skip-field: replace(zk, ...) without "
+        "controller=n"),
+    "log-appended-by-current-leader": (
+        "kraft-forward-leader-change", "_controller_accepts_mutation: negate-guard: "
+        "q.leader != r => q.leader == r"),
+    "envelopes-applied-only-where-accepted": (
+        "kraft-misconfigured", "_receive_envelope: negate-guard: not "
+        "cfg.nodes[r].principal_serde => cfg.nodes[r].principal_serde"),
+    "client-envelopes-only-on-privileged-listener": (
+        "zk-envelope-security", "_receive_envelope: negate-conjunct: "
+        "cfg.listener_names[listener] == privileged_listener.name => "
+        "cfg.listener_names[listener] != privileged_listener.name"),
+    "registrations-from-cluster-action": (
+        "kraft-misconfigured", "controller_handles_registration: negate-guard: not "
+        "cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION) => "
+        "cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION)"),
+    "broker-describe-lists-itself": (
+        "kraft-listeners", "_node_handles_describe_cluster: negate-guard: s.nodes[b].alive => "
+        "not s.nodes[b].alive"),
+    "acknowledged-mutation-is-durable": (
+        "kraft-misconfigured", "_send_reply: negate-guard: env_err => not env_err"),
+}
+
+
+@pytest.fixture(scope="module")
+def generation():
+    from properties import mutate
+    return mutate.generate()
+
+
+def _mutant(generation, key):
+    found = [m for m in generation.mutants if m.key == key]
+    assert found, f"no mutant {key!r}: has model/actions.py changed? (kipcheck mutate --list)"
+    return found[0]
+
+
+@pytest.mark.parametrize("clause", sorted(ONLY_CATCHER_MUTANT))
+def test_clause_catches_its_mutant_with_a_replaying_trace(clause, generation):
+    from properties import mutate
+    config, key = ONLY_CATCHER_MUTANT[clause]
+    spec = KafkaSpec.named(config)
+    with mutate.applied(generation, _mutant(generation, key)):
+        result = explore(spec)
+        assert result.violation is not None, "the mutant is not caught"
+        end = model_next.replay(spec.cfg, spec.design, result.trace)[-1]
+        assert registry.first_violation(end, spec.cfg, spec.design, spec.successors(end))[1] \
+            == clause
+    # under the correct design the same steps (as far as they are enabled) keep the clause
+    by_name = {c.name: c for p in registry.PROPERTIES for c in p.clauses}
+    s = model_next.initial_state(spec.cfg)
+    for st in result.trace:
+        nxt = model_next.step(s, spec.cfg, spec.design, st)
+        if nxt is None:
+            break
+        s = nxt
+        assert by_name[clause].holds(s, spec.cfg, spec.design)
+
+
+@pytest.mark.parametrize("clause", sorted(ONLY_CATCHER_MUTANT))
+def test_no_other_clause_catches_the_mutant(clause, generation, monkeypatch):
+    from properties import mutate
+    config, key = ONLY_CATCHER_MUTANT[clause]
+    _without(monkeypatch, clause)
+    with mutate.applied(generation, _mutant(generation, key)):
+        result = explore(KafkaSpec.named(config))
+    assert result.complete
+    assert result.violation is None, (result.violation, result.trace)
+    assert result.graph_violation is None

@@ -8,12 +8,14 @@ import pytest
 
 from impl.config import Endpoint
 from impl.context import RequestContext
+from impl.describe_cluster import describe_cluster_controllers
 from impl.kraft import (MV_3_7_IV0, NOT_CONTROLLER, ClusterAuthorizer, QuorumController,
                         RaftQuorum, feature_level_record)
 from impl.protocol import KafkaPrincipal
 from impl.registration import (ControllerRegistrationManager, ExponentialBackoff,
                                kafka_uuid_string, listener_info, random_incarnation_id,
                                registration_backoff)
+from model.step import Step
 
 LISTENERS = listener_info([Endpoint("CONTROLLER", "c2", 9093, "PLAINTEXT")])
 CTX = RequestContext("CONTROLLER", "PLAINTEXT", KafkaPrincipal("User", "controller"))
@@ -465,3 +467,241 @@ def test_transport_failures_back_off(code, body):
     channel.pop().on_response(code, body, 100)
     assert not mgr.pending_rpc and mgr.failed_rpcs == 1 and mgr.successful_rpcs == 0
     assert 98 <= mgr.next_deadline_ms() - 100 <= 102
+
+
+# ---------------------------------------------------------------------------------- the finding
+# docs/findings/registration-no-recheck.md: the old incarnation's RegisterControllerRecord is
+# replayed while the new incarnation's own ControllerRegistrationRequest is still pending.
+# Kafka's logic (``kafka_drops_check_while_pending=True``; in the cluster, the bug
+# ``registration-no-recheck-after-success``) drops the check and the success response only
+# counts; the proposed fix (the default) keeps the check until the RPC completes.
+
+MOVED = listener_info([Endpoint("CONTROLLER", "c2-new", 9193, "PLAINTEXT")])
+
+
+def moved_restart_scenario(**kw):
+    """``restart_scenario`` where the restarted process advertises another endpoint (a moved
+    host and port), so that the stale registration is visible in DescribeCluster (R-21)."""
+    quorum = RaftQuorum((1, 2), leader_id=1)
+    ctrl = QuorumController(1, quorum, AUTH, random.Random(0))
+    old_channel, old = FakeChannel(), manager(seed=1, **kw)
+    ready(old, quorum, old_channel)
+    assert old.controller_sends_registration(0)
+    late = old_channel.pop()                                # I1's request, still in flight
+    channel = FakeChannel()
+    new = ControllerRegistrationManager(2, random.Random(2), MOVED, **kw)
+    new.start(channel)
+    new.on_metadata_update(quorum.image_delta(2), quorum.image(2))
+    assert new.controller_sends_registration(100)
+    current = channel.pop()
+    deliver(current, ctrl)
+    deliver(late, ctrl)                                     # handled after I2's: I1 last
+    replies = ctrl.controller_commits_records().replies
+    assert [r.waiter for r in replies] == [current, late]
+    return quorum, ctrl, old, new, channel, current, replies[0]
+
+
+def described(quorum, node_id=1):
+    """What DescribeCluster on the CONTROLLER listener of ``node_id`` lists for controller 2
+    (``describeClusterControllers`` over the registrations it replayed, R-21)."""
+    quorum.catch_up(node_id)
+    nodes = describe_cluster_controllers(quorum.image(node_id).controllers, "CONTROLLER")
+    return [(n.host, n.port) for n in nodes if n.node_id == 2]
+
+
+def register_round_trip(new, channel, quorum, ctrl, now):
+    """The manager's queued send runs; the request is handled, committed and answered, and
+    the node replays its record."""
+    assert new.controller_sends_registration(now) is True
+    request = channel.pop()
+    assert request.build(0)["IncarnationId"] == new.incarnation_id
+    assert deliver(request, ctrl) is None
+    reply = ctrl.controller_commits_records().replies[0]
+    request.on_response(0, reply.body, now + 10)
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+
+
+def test_finding_kafka_logic_keeps_the_old_incarnation_until_a_feature_record():
+    """Kafka's logic: the check that the old incarnation's record queues runs while the new
+    incarnation's RPC is pending and is dropped; success only counts.  The log keeps the old
+    incarnation (DescribeCluster lists its endpoint), the controller believes it is not
+    registered and never sends again -- no timer, and a registration of another controller
+    queues nothing -- until a later FeatureLevelRecord queues the check (R-8)."""
+    quorum, ctrl, old, new, channel, current, reply = moved_restart_scenario(
+        kafka_drops_check_while_pending=True)
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))   # its own record
+    assert new.registered_in_log
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))   # the old one
+    assert not new.registered_in_log and new.send_requested and new.pending_rpc
+    assert new.controller_sends_registration(200) is False    # "waiting for the previous RPC"
+    assert not new.send_requested                             # ... and the check is gone
+    current.on_response(0, reply.body, 210)
+    assert not new.pending_rpc and new.successful_rpcs == 1 and new.failed_rpcs == 0
+    # stuck: the log names the dead incarnation, the live one knows and does nothing
+    assert quorum.registrations()[2]["IncarnationId"] == old.incarnation_id
+    assert not new.registered_in_log
+    assert new.next_deadline_ms() is None and not new.check_due(10 ** 9)
+    assert new.controller_sends_registration(10 ** 9) is None and not channel.queue
+    assert described(quorum) == [("c2", 9093)]                # the old process's endpoint
+    # another controller's registration is not a change to this id's: nothing queued
+    ctrl.controller_handles_registration(
+        CTX, ControllerRegistrationManager(3, random.Random(5), LISTENERS).request_data())
+    ctrl.controller_commits_records()
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert not new.send_requested and not new.check_due(10 ** 9)
+    # a feature change (here a metadata.version upgrade) is what queues the check again
+    quorum.append(1, [feature_level_record("metadata.version", MV_3_7_IV0 + 1)])
+    ctrl.controller_commits_records()
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert new.send_requested
+    register_round_trip(new, channel, quorum, ctrl, 300)
+    assert new.registered_in_log
+    assert new.controller_sends_registration(400) is False    # the replay's check: done
+    assert not new.check_due(10 ** 9)
+    assert quorum.registrations()[2]["IncarnationId"] == new.incarnation_id
+    assert described(quorum) == [("c2-new", 9193)]
+
+
+def test_finding_fix_reregisters_and_converges():
+    """The proposed fix (the default): the check waits for the pending RPC and runs when it
+    completes; the controller re-registers, and the log, its belief and DescribeCluster
+    converge on the new incarnation with nothing left to do."""
+    quorum, ctrl, old, new, channel, current, reply = moved_restart_scenario()
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert not new.registered_in_log and new.send_requested and new.pending_rpc
+    assert new.controller_sends_registration(200) is None     # waits, stays queued
+    assert new.send_requested
+    current.on_response(0, reply.body, 210)
+    assert new.check_due(220)
+    register_round_trip(new, channel, quorum, ctrl, 220)
+    assert new.registered_in_log and not new.pending_rpc
+    assert quorum.registrations()[2]["IncarnationId"] == new.incarnation_id
+    assert new.controller_sends_registration(300) is False    # the replay's check: done
+    assert new.next_deadline_ms() is None and not new.check_due(10 ** 9)
+    assert described(quorum) == [("c2-new", 9193)]
+    assert len(new.requests_sent) == 2                        # one extra RPC, no more
+
+
+@pytest.mark.parametrize("kafka", [True, False])
+def test_finding_needs_the_replay_before_the_response(kafka):
+    """The key condition: when the success response is handled before the old incarnation's
+    record is replayed (the usual order in Kafka, where the response leaves the active
+    controller as soon as the record commits), Kafka's logic re-registers too."""
+    quorum, ctrl, old, new, channel, current, reply = moved_restart_scenario(
+        kafka_drops_check_while_pending=kafka)
+    current.on_response(0, reply.body, 150)
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
+    assert not new.registered_in_log and not new.pending_rpc
+    register_round_trip(new, channel, quorum, ctrl, 200)
+    assert new.registered_in_log
+    assert quorum.registrations()[2]["IncarnationId"] == new.incarnation_id
+
+
+# The same scenario through the simulated cluster (impl/cluster.py) in lockstep with the model
+# (properties/conformance.py): the explorer's shortest trace, and the 17-step trace the
+# stateful engine found in which C2 has replayed the whole committed log before it crashes,
+# so it restarts caught up (Kafka's MetadataLoader publishes nothing until it has caught up
+# with the high-water mark; the explorer's trace restarts C2 one record behind).
+FINDING_TRACE = (
+    Step('node_replays_record', (1,)),
+    Step('controller_sends_registration', (1,)),
+    Step('channel_discovers_controller', (1,)),
+    Step('channel_sends_request', (1,)),
+    Step('node_crashes', (1,)),
+    Step('node_restarts', (1,)),
+    Step('controller_sends_registration', (1,)),
+    Step('channel_discovers_controller', (1,)),
+    Step('channel_sends_request', (1,)),
+    Step('controller_handles_registration', ((2, 1, 0, 0, 1, 1, 0, 1),)),
+    Step('controller_handles_registration', ((2, 1, 0, 0, 1, 0, 0, 1),)),
+    Step('controller_commits_records', ()),
+    Step('node_replays_record', (1,)),
+    Step('node_replays_record', (1,)),
+    Step('node_replays_record', (1,)),
+    Step('controller_sends_registration', (1,)),               # Kafka: finds pendingRpc, drops
+    Step('controller_handles_registration_response', ((3, 0, 1, 0, 1, 0, 1, 0),)),
+)
+CAUGHT_UP_TRACE = (FINDING_TRACE[:3] + (Step('node_replays_record', (1,)),) + FINDING_TRACE[3:12]
+                   + FINDING_TRACE[13:])
+
+
+def lockstep(kafka: bool):
+    """The model (the variant, or the correct design) and the cluster (with Kafka's logic, or
+    the fix) on kraft-registration, compared after every step."""
+    from dataclasses import replace
+    from impl.cluster import KAFKA_REGISTRATION_NO_RECHECK, Cluster
+    from model.config import VARIANTS, Design
+    from model.configs import CONFIGS
+    from properties.conformance import Driver, cluster_config
+    cfg = CONFIGS["kraft-registration"]
+    design = VARIANTS[KAFKA_REGISTRATION_NO_RECHECK].design if kafka else Design()
+    d = Driver(cfg, 0, design)
+    if kafka:
+        d.cluster = Cluster(replace(cluster_config(cfg),
+                                    bugs=frozenset({KAFKA_REGISTRATION_NO_RECHECK})), seed=0)
+    assert d.start() is None
+    return d
+
+
+def settle(d, limit=40):
+    """Take enabled progress steps (no faults, no clock) in the model's order, in lockstep,
+    until none is left; returns the steps taken."""
+    from model import next as model_next
+    taken = []
+    for _ in range(limit):
+        steps = [st for st, _ in model_next.successors(d.state, d.cfg, d.design)
+                 if not model_next.is_fault(d.state, d.cfg, st) and st.action != "clock_ticks"]
+        if not steps:
+            return taken
+        div = d.apply(steps[0])
+        assert div is None, div.describe()
+        taken.append(steps[0])
+    raise AssertionError(f"no settled state after {limit} steps: {taken}")
+
+
+@pytest.mark.parametrize("trace", [FINDING_TRACE, CAUGHT_UP_TRACE], ids=["shortest", "caught-up"])
+def test_finding_through_the_cluster_with_kafka_logic(trace):
+    """Kafka's logic in the cluster takes the variant's counterexample step for step with no
+    divergence, and ends stuck: C2's registration in the committed log is its dead first
+    incarnation's, C2 knows it is not registered, and no step but the clock's is left."""
+    from model import next as model_next
+    d = lockstep(kafka=True)
+    for st in trace:
+        div = d.apply(st)
+        assert div is None, div.describe()
+    cluster, c2 = d.cluster, 1
+    first, current = cluster.incarnations(c2)
+    assert [r.incarnation_id for r in cluster.registrations() if r.controller_id == c2][-1] \
+        == first != current
+    assert not cluster.registered(c2) and not cluster.nodes[c2].registration.pending_rpc
+    assert not cluster.nodes[c2].registration.check_due(10 ** 9)
+    assert settle(d) == []
+    assert model_next.quiescent(d.state, d.cfg, d.design,
+                                model_next.successors(d.state, d.cfg, d.design))
+
+
+@pytest.mark.parametrize("trace", [FINDING_TRACE, CAUGHT_UP_TRACE], ids=["shortest", "caught-up"])
+def test_finding_through_the_cluster_with_the_fix(trace):
+    """The fix in the cluster, in lockstep with the model's correct design: at the check the
+    Kafka logic drops, it is not enabled (it waits); after the success response it runs, C2
+    re-registers, and the log and C2's belief converge on its current incarnation."""
+    from model import next as model_next
+    d = lockstep(kafka=False)
+    drop = len(trace) - 2
+    for st in trace[:drop]:
+        div = d.apply(st)
+        assert div is None, div.describe()
+    assert model_next.step(d.state, d.cfg, d.design, trace[drop]) is None     # waits
+    div = d.apply(trace[-1])                                  # the success response
+    assert div is None, div.describe()
+    taken = settle(d)
+    assert [st.action for st in taken][:3] == ["controller_sends_registration",
+                                               "channel_sends_request",
+                                               "controller_handles_registration"]
+    cluster, c2 = d.cluster, 1
+    current = cluster.incarnations(c2)[-1]
+    assert [r.incarnation_id for r in cluster.registrations() if r.controller_id == c2][-1] \
+        == current
+    assert cluster.registered(c2) and not cluster.nodes[c2].registration.check_due(10 ** 9)

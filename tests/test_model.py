@@ -88,6 +88,36 @@ def test_step_rejects_unknown_actions_and_bad_arguments():
     assert model_next.step(s, cfg, Design(), Step("controller_processes_event", (0,))) is None
 
 
+def test_step_checks_a_message_step_for_the_actions():
+    """A message action is given only a message of a kind it takes that is in the network:
+    ``step`` checks both (the actions do not), as ``successors`` ensures by construction."""
+    from model.state import ENVELOPE_REQUEST, ENVELOPE_RESPONSE
+    cfg = CONFIGS["zk-forward-zombie"]
+    s = model_next.initial_state(cfg)
+    s = model_next.step(s, cfg, Design(), Step("client_sends_request", (0,)))
+    while not s.network:                # A1 is on B2, which forwards it to B1
+        [(_, s)] = [(st, t) for st, t in model_next.successors(s, cfg, Design())
+                    if st.action.startswith(("broker_learns", "channel_"))][:1]
+    [m] = s.network
+    assert m.kind == ENVELOPE_REQUEST
+    handled = model_next.step(s, cfg, Design(), Step("controller_handles_envelope", (tuple(m),)))
+    assert handled is not None and m not in handled.network
+    # the same message as another action's: a kind it does not take
+    for action in ("broker_handles_envelope_response", "node_discards_stale_response",
+                   "controller_handles_registration"):
+        with pytest.raises(ValueError, match=f"{action} takes a message of kind .*got kind "
+                                             f"EnvelopeRequest"):
+            model_next.step(s, cfg, Design(), Step(action, (tuple(m),)))
+    # a message that is not (or no longer) in the network: not enabled
+    gone = Step("controller_handles_envelope", (tuple(m),))
+    assert model_next.step(handled, cfg, Design(), gone) is None
+    answer = m._replace(kind=ENVELOPE_RESPONSE, src=m.dst, dst=m.src)
+    assert model_next.step(s, cfg, Design(),
+                           Step("broker_handles_envelope_response", (tuple(answer),))) is None
+    with pytest.raises(ValueError, match="is not enabled: its message is not in the network"):
+        model_next.replay(cfg, Design(), [Step("controller_handles_envelope", (tuple(m),))])
+
+
 def test_configuration_validation():
     cfg = CONFIGS["kraft-forward-leader-change"]
     with pytest.raises(ValueError, match="not interchangeable"):

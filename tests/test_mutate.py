@@ -159,6 +159,7 @@ def test_a_survivor_is_detected_with_a_trace_to_an_observation_the_correct_desig
     # observable (a write by a deposed controller) and nothing catches it
     monkeypatch.setattr(registry, "first_violation", lambda *a, **k: None)
     monkeypatch.setattr(registry, "PROPERTIES", ())
+    monkeypatch.setattr(M, "_witnesses_lost", lambda *a: ())   # nor the fenced-write witness
     m = _find(gen, "controller_processes_event", "negate-conjunct",
               "d.zombie_writes_unfenced => not d.zombie_writes_unfenced")
     rec = M.run_mutant(_plan(gen, "zk-forward-zombie"), gen, m, ("zk-forward-zombie",))
@@ -287,3 +288,20 @@ def test_processes_engine_gives_the_same_results_as_serial(tmp_path, capsys):
     capsys.readouterr()
     assert runs["serial"] == runs["processes"]
     assert len(runs["serial"][1]) == 5
+
+
+def test_a_mutant_that_loses_a_witness_is_killed_by_the_witness(gen):
+    # with the drop budget test negated no message is ever lost on zk-forward-zombie: nothing is
+    # violated (a network that loses nothing is a kinder one), but the retry after a lost
+    # envelope never happens, and `kipcheck check` fails on the witness no configuration reaches
+    m = _find(gen, "network_drops_message", "negate-conjunct", "s.drops_left <= 0 => ")
+    rec = M.run_mutant(_plan(gen, "zk-forward-zombie"), gen, m, ("zk-forward-zombie",))
+    assert rec["status"] == "killed"
+    kill = rec["kill"]
+    assert kill["by"] == "witness" and kill["property"] == "WITNESS"
+    assert kill["witnesses"] and kill["configs"] == ["zk-forward-zombie"]
+    base = M._baseline(_plan(gen, "zk-forward-zombie"), "zk-forward-zombie")
+    assert set(kill["witnesses"]) <= set(base.witnesses)
+    assert kill["witnesses"] == sorted(rec["configs"][0]["witnesses_missing"])
+    summary = M.summarize([rec], M.load_triage())
+    assert summary["killed_by_witness"] == 1 and summary["counts"]["killed"] == 1

@@ -69,7 +69,7 @@ def test_correct_design_passes_one_case_per_property(project):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "kipcheck: profile ci: " in r.stdout and "seed 0;" in r.stdout     # the header
     cases = junit_cases(project / "out.xml")
-    assert list(cases) == ITEM_NAMES                          # P1..P8, L1, witnesses, in order
+    assert list(cases) == ITEM_NAMES                          # P1..P9, L1, witnesses, in order
     for name, (classname, outcome, case) in cases.items():
         assert classname == f"kipcheck.{CONFIG}", name
         assert outcome == "passed", name
@@ -142,7 +142,7 @@ def test_ini_configures_and_the_command_line_wins(project):
         r.stdout + r.stderr)
     r = run_pytest(project, f"--kipcheck-configs={CONFIG}", "--collect-only")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "collected 10 items" in r.stdout and "seed 7;" in r.stdout
+    assert "collected 11 items" in r.stdout and "seed 7;" in r.stdout
     r = run_pytest(project, "--kipcheck-profile=off", f"--kipcheck-configs={CONFIG}")
     assert r.returncode == 5, r.stdout + r.stderr
 

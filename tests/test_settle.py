@@ -68,7 +68,7 @@ def test_variant_is_caught_by_settle_with_a_replaying_trace_and_a_real_loop():
     assert v.breaks == (SETTLE,)
     spec = KafkaSpec.named(v.config, VARIANT)
     result = explore(spec)
-    assert result.complete and result.violation is None        # no P1-P8/L1 violation first
+    assert result.complete and result.violation is None        # no P1-P9/L1 violation first
     assert result.graph_checked and result.graph_violation == SETTLE
     assert result.graph_stuck > 0 and result.graph_loop
     states = model_next.replay(spec.cfg, spec.design, result.graph_trace)

@@ -24,12 +24,18 @@ from properties.kafka_spec import KafkaSpec
 from properties.stateful import (PROFILES, Profile, PropertyViolation, Swarm, fuzz, fuzz_spec,
                                  machine_for, minimise, round_seed)
 from properties.trace import Trace, replay
+from tiers import slow_unless
 
 SEED = 20261121
 # fuzzing checks state properties; a variant that only a whole-graph check (SETTLE, DEADLOCK)
 # catches needs the whole graph, which only the explorer builds
 SEEDED = [name for name, v in VARIANTS.items() if v.kind == "seeded"
           and set(v.breaks) & set(registry.PROPERTY_IDS)]
+# The default tier (docs/ci.md): the correct design's ci run on one configuration of each mode,
+# the cheapest; the others run in the slow tier.  reforward-forwarded's ci run is the slow
+# tier's too: the default one repeats it (test_same_seed_same_trace_and_same_run).
+CI_RUN_DEFAULT = ("zk-forward-zombie", "kraft-registration-leader-change")
+FOUND_SLOW = ("reforward-forwarded",)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +58,7 @@ def _replays_to(spec, steps, prop):
     return spec.violation(state, spec.successors(state)) == prop
 
 
-@pytest.mark.parametrize("name", SEEDED)
+@pytest.mark.parametrize("name", slow_unless(SEEDED, set(SEEDED) - set(FOUND_SLOW)))
 def test_variant_is_found_by_the_ci_profile(name, tmp_path):
     """Done-when 1: found with the ci profile (its time cap is 60 s, so "found" means "found
     within 60 s"), at most the explorer's shortest length + 2, replayable, locally minimal."""
@@ -79,7 +85,7 @@ def test_variant_is_found_by_the_ci_profile(name, tmp_path):
     assert f"--seed {SEED}" in r.replay_hint()
 
 
-@pytest.mark.parametrize("config", TINY)
+@pytest.mark.parametrize("config", slow_unless(TINY, CI_RUN_DEFAULT))
 def test_correct_design_passes_the_ci_profile_with_every_witness(config):
     """Done-when 2."""
     reach = reachable(KafkaSpec.named(config))
@@ -117,6 +123,7 @@ print(r.steps, r.failed_round)
 """
 
 
+@pytest.mark.slow
 def test_same_seed_same_result_in_another_process():
     """Hypothesis mines integer constants from the local modules a process has imported; the
     engine switches that off, so a seed gives the same run whatever else was imported."""
@@ -161,6 +168,7 @@ def test_a_swarm_is_respected(novelty):
     assert set(off) <= set(r2.action_counts)
 
 
+@pytest.mark.slow
 def test_a_swarm_can_hide_a_bug_that_needs_a_fault():
     v = VARIANTS["zombie-writes-unfenced"]
     shortest = explore(KafkaSpec.named(v.config, v.name)).trace
@@ -174,6 +182,7 @@ def test_a_swarm_can_hide_a_bug_that_needs_a_fault():
     assert shown.found and shown.property == "P1"
 
 
+@pytest.mark.slow
 def test_novelty_covers_more_than_plain_on_the_same_budget():
     spec = KafkaSpec.named("kraft-listeners")
     reach = reachable(spec)

@@ -322,6 +322,37 @@ def effect_registration_never_confirmed():
     assert bad.nodes[1].replayed == good.nodes[1].replayed == pre.nodes[1].replayed + 1
 
 
+def effect_describe_controllers_from_voters():
+    """D2 asks C1 for the controllers before C2 has registered: shipped, C1 answers from the
+    registrations it has replayed (R-21), its own only; the variant answers from the static
+    voters list, so C2 is listed too."""
+    cfg = CONFIGS["kraft-listeners"]
+    c = next(i for i, spec in enumerate(cfg.clients)
+             if spec.endpoint_type == kafka.ENDPOINT_CONTROLLER
+             and cfg.allows(spec.principal, kafka.ALTER_CLUSTER))
+    pre, good, bad = both("kraft-listeners", "describe-controllers-from-voters", [],
+                          S("client_sends_request", c))
+    (g,), (b,) = good.clients[c].responses, bad.clients[c].responses
+    assert g.code == b.code == kafka.NONE
+    assert {node for node, _ in g.endpoints} < {node for node, _ in b.endpoints}
+    assert {node for node, _ in b.endpoints} == set(cfg.controllers())
+
+
+def effect_controller_describe_without_alter():
+    """A principal without ALTER on CLUSTER asks a controller for the controllers: shipped,
+    CLUSTER_AUTHORIZATION_FAILED (D-1.2); the variant answers it with the endpoints."""
+    cfg = CONFIGS["kraft-listeners"]
+    c = next(i for i, spec in enumerate(cfg.clients)
+             if spec.endpoint_type == kafka.ENDPOINT_CONTROLLER
+             and cfg.nodes[spec.node].role == "controller"
+             and not cfg.allows(spec.principal, kafka.ALTER_CLUSTER))
+    pre, good, bad = both("kraft-listeners", "controller-describe-without-alter", [],
+                          S("client_sends_request", c))
+    (g,), (b,) = good.clients[c].responses, bad.clients[c].responses
+    assert g.code == kafka.CLUSTER_AUTHORIZATION_FAILED and not g.endpoints
+    assert b.code == kafka.NONE and b.endpoints
+
+
 def effect_registration_without_deadline():
     """C2's queued registration reaches its retry timeout with the leader gone: shipped, the
     channel drops it (R-6: the manager backs off); the variant has no retry timeout, so no
@@ -423,6 +454,8 @@ EFFECTS = {
     "election-keeps-epoch": effect_election_keeps_epoch,
     "brokers-write-zk-under-controller-epoch": effect_brokers_write_zk_under_controller_epoch,
     "registration-never-confirmed": effect_registration_never_confirmed,
+    "describe-controllers-from-voters": effect_describe_controllers_from_voters,
+    "controller-describe-without-alter": effect_controller_describe_without_alter,
 }
 
 

@@ -17,10 +17,10 @@ from properties.trace import Trace, replay
 SEEDED = [v for v in VARIANTS.values() if v.kind == "seeded"]
 
 
-def test_seventeen_seeded_variants_cover_every_property():
-    assert len(SEEDED) == 17
+def test_nineteen_seeded_variants_cover_every_property():
+    assert len(SEEDED) == 19
     broken = {p for v in SEEDED for p in v.breaks}
-    assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "L1", "SETTLE"} <= broken
+    assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "L1", "SETTLE"} <= broken
 
 
 # variants that break a whole-graph check (SETTLE, DEADLOCK) are tested in tests/test_settle.py

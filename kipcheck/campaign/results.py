@@ -28,7 +28,7 @@ these).  Deterministic columns are marked *; ``digest`` is SHA-256 over exactly 
     witnesses        list<string>   * witnesses reached
     actions          list<struct<action string, count int64>>  * steps taken per model action
     failures         list<struct>   * one per property violated:
-        property         string  P1..P8, L1 (properties/registry.py) or "conformance"
+        property         string  P1..P9, L1 (properties/registry.py) or "conformance"
         clause           string  the clause violated (may be null)
         trace            string  minimised counterexample, a kipcheck-trace v1 JSON document
         trace_length     int64   its steps

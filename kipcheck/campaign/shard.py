@@ -75,7 +75,7 @@ _CHECK_EVERY = 1024         # random-walk steps between checks of the safety cap
 @dataclass(frozen=True)
 class Failure:
     """A property violation found by a shard, with everything needed to reproduce it."""
-    property: str               # property ID (P1..P8, L1) or "conformance"
+    property: str               # property ID (P1..P9, L1) or "conformance"
     clause: str | None
     trace: str                  # the minimised counterexample: a kipcheck-trace JSON document
     trace_length: int           # steps in the minimised trace

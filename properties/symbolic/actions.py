@@ -160,14 +160,23 @@ def _send_reply(S: Sym, cfg: ModelConfig, src, reply: dict, env_err, inner_err, 
     S2 = _respond(S, cfg, reply["to"], code, envelope_error=env_err, when=to_client)
     alive = S.node(reply["to"], "alive")
     env = And(when, Eq(how, REPLY_ENVELOPE), alive)
-    S2 = S2.net_add(_msg(ENVELOPE_RESPONSE, src, reply["to"], reply["listener"], reply["key"],
-                         env_err, inner_err), when=env)
     reg = And(when, Eq(how, REPLY_REGISTRATION), alive,
               Eq(S.node(reply["to"], "incarnation"), reply["key"]))
     either = If(Not(Eq(env_err, 0)), env_err, inner_err) if not isinstance(env_err, int) else (
         env_err or inner_err)
-    return S2.net_add(_msg(REGISTRATION_RESPONSE, src, reply["to"], reply["listener"],
-                           reply["to"], either, reply["key"]), when=reg)
+    envelope = _msg(ENVELOPE_RESPONSE, src, reply["to"], reply["listener"], reply["key"],
+                    env_err, inner_err)
+    registration = _msg(REGISTRATION_RESPONSE, src, reply["to"], reply["listener"],
+                        reply["to"], either, reply["key"])
+    # env and reg exclude each other (two values of how): one add of the message env picks is
+    # the model's two branches, with half the nested network terms of two conditional adds
+    # (a commit answers a batch of replies; tests/test_symbolic.py checks the equivalence)
+    if _f(reg):
+        return S2.net_add(envelope, when=env)
+    if _f(env):
+        return S2.net_add(registration, when=reg)
+    return S2.net_add({f: If(env, envelope[f], registration[f]) for f in envelope},
+                      when=Or(env, reg))
 
 
 def _reply_not_controller(S: Sym, cfg: ModelConfig, d: Design, src, reply: dict, when=True) -> Sym:
@@ -324,7 +333,8 @@ def _node_handles_describe_cluster(S: Sym, cfg: ModelConfig, d: Design, c: int, 
     spec = cfg.clients[c]
     is_controller = cfg.nodes[n].role == CONTROLLER
     if is_controller:
-        if not cfg.allows(spec.principal, kafka.ALTER_CLUSTER):
+        if not cfg.allows(spec.principal, kafka.ALTER_CLUSTER) and \
+                not d.controller_describe_without_alter:
             denied = _respond(S, cfg, c, kafka.CLUSTER_AUTHORIZATION_FAILED)            # D-1.2
         else:
             denied = None
@@ -337,7 +347,10 @@ def _node_handles_describe_cluster(S: Sym, cfg: ModelConfig, d: Design, c: int, 
     else:
         name = cfg.listener_names[listener]
         member = {}
-        if is_controller:
+        if is_controller and d.describe_controllers_from_voters:
+            for x in cfg.controllers():                       # the static quorum voters
+                member[x] = TRUE
+        elif is_controller:
             # registrations in the log this controller has replayed
             upto = S.node(n, "replayed")
             for x in range(len(cfg.nodes)):
@@ -615,12 +628,9 @@ def controller_commits_records(S: Sym, cfg: ModelConfig, d: Design):
 
     def by(r):
         en = And(S.node(r, "alive"), S["q.uncommitted.len"] > 0)
-        S2 = S
-        for k, used in S.seq_items("q.uncommitted"):
-            rec = {f: S[f"q.uncommitted.{k}.{f}"] for f in ("kind", "a", "b", "epoch", "writer",
-                                                            "via_envelope",
-                                                            "sender_cluster_action")}
-            S2 = S2.seq_append("q.log", rec, when=used)
+        # every uncommitted record appended in order (flat: record i lands at len + i)
+        S2 = S.seq_extend("q.log", "q.uncommitted", {f: f for f in (
+            "kind", "a", "b", "epoch", "writer", "via_envelope", "sender_cluster_action")})
         S2 = S2.seq_clear("q.uncommitted")
         # the active controller applied these records when it generated them; its
         # publishers (its registration manager, R-8) see them as committed now

@@ -227,14 +227,15 @@ class _Reads(dict):
         return dict.__getitem__(self, key)
 
 
-def _step_by_instance(enc: Encoding, builders, timeout_s):
+def _step_by_instance(enc: Encoding, builders, timeout_s, S: Sym, applied):
     """None if every instance preserves the goal; else (instance, failing goal parts, Z3
-    model, the symbolic state); "unknown" if Z3 gave up.  ``builders``: (name, S -> term).
+    model, the symbolic state); "unknown" if Z3 gave up.  ``builders``: (name, S -> term);
+    ``S`` an arbitrary state (``lay.fresh``) and ``applied`` ``enc.apply_unbounded(S, inst)``
+    of every instance, in order.
 
     A goal term that reads no component the instance changes is the same term after the
     step as before it (the builders are functions of the components they read), so it holds
     after because it held before: it is neither rebuilt nor asked."""
-    S = enc.lay.fresh("s")
     solver = z3.Solver()
     solver.set("timeout", int(timeout_s * 1000))
     reads = []
@@ -243,7 +244,8 @@ def _step_by_instance(enc: Encoding, builders, timeout_s):
         solver.add(build(Sym(enc.lay, v)))
         reads.append(v.read)
     for inst in enc.instances:
-        en, T = enc.apply(S, inst)
+        guard, T = applied[inst.index]
+        en = And(guard, T.fits)             # as enc.apply: a step past a capacity is not taken
         if z3.is_false(z3.simplify(en)):
             continue
         changed = {k for k, x in T.v.items() if x is not S.v[k]}
@@ -273,18 +275,23 @@ def _step_by_instance(enc: Encoding, builders, timeout_s):
 
 
 def _finish_with_quiescent(res: ProofResult, enc: Encoding, step_terms, quiescent_terms,
-                           quiescent: tuple, k: int, n_invs: int, timeout_s: float) -> None:
+                           quiescent: tuple, k: int, n_invs: int, timeout_s: float,
+                           S: Sym | None = None, applied=None) -> None:
     """The always clauses and the invariants are k-inductive, so they hold in every reachable
-    state; a quiescent clause is proved if they imply it there: one query, no transition."""
+    state; a quiescent clause is proved if they imply it there: one query, no transition.
+    ``S``, ``applied``: an arbitrary state and its instances' ``apply_unbounded`` if built
+    already (the 1-induction step's; this query has a solver of its own, so it may reuse
+    the state, and the quiescence test reads the guards instead of rebuilding every action)."""
     res.status = "proved"
     res.detail = f"{k}-inductive with {n_invs} strengthening invariants"
     if not quiescent:
         return
-    S = enc.lay.fresh("q")
+    if S is None:
+        S, applied = enc.lay.fresh("q"), None
     solver = z3.Solver()
     solver.set("timeout", int(timeout_s * 1000))
     solver.add(*(f for _, f in step_terms(S)))
-    every = quiescent_terms(S)
+    every = quiescent_terms(S, applied)
     solver.add(z3.Not(And(*(f for _, f in every))))
     r = solver.check()
     if r == z3.unsat:
@@ -345,8 +352,10 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
         names = always + quiescent if names is None else names
         return [(n, build(S)) for n, build in builders(names)]
 
-    def quiescent_terms(S):
-        return [(f"{pid} [{name}]", f) for name, f in clause_terms(enc, S, pid, only=quiescent)]
+    def quiescent_terms(S, applied=None):
+        q = enc.quiescent(S, applied)
+        return [(f"{pid} [{name}]", f)
+                for name, f in clause_terms(enc, S, pid, quiescent=q, only=quiescent)]
 
     def step_terms(S):
         # The inductive step carries the always clauses and the invariants; a quiescent
@@ -363,6 +372,14 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
     for k in range(1, max_k + 1):
         # base: no violation in the first k states (depth k-1)
         t = k - 1
+        if t:
+            # one more step from the initial state, built only when a deeper k is tried
+            # (the transition takes seconds to build on the larger configurations)
+            nxt = lay.fresh(f"b{t}")
+            act = enc.act_var(f"bact@{t - 1}")
+            base.add(enc.transition(bstates[t - 1], nxt, act, stutter=True))
+            bstates.append(nxt)
+            bacts.append(act)
         terms = goal_terms(bstates[t])
         base.push()
         base.add(z3.Not(And(*(f for _, f in terms))))
@@ -388,20 +405,18 @@ def prove(cfg: ModelConfig, design: Design, pid: str, variant: str = "correct",
         if r == z3.unknown:
             res.detail = f"Z3 gave up on the base case at depth {t}"
             break
-        nxt = lay.fresh(f"b{t + 1}")
-        act = enc.act_var(f"bact@{t}")
-        base.add(enc.transition(bstates[t], nxt, act, stutter=True))
-        bstates.append(nxt)
-        bacts.append(act)
         if k == 1:
             # 1-induction, one query per action instance: the goal in an arbitrary state,
             # the instance's guard, and the goal broken in its successor (terms over the
-            # state, no successor variables)
-            cti = _step_by_instance(enc, builders(always), timeout_s)
+            # state, no successor variables).  Each instance is applied to the state once;
+            # the quiescent query reads the same guards.
+            S = lay.fresh("s")
+            applied = [enc.apply_unbounded(S, inst) for inst in enc.instances]
+            cti = _step_by_instance(enc, builders(always), timeout_s, S, applied)
             res.depth = 1
             if cti is None:
                 _finish_with_quiescent(res, enc, step_terms, quiescent_terms, quiescent, 1,
-                                       len(invs), timeout_s)
+                                       len(invs), timeout_s, S, applied)
                 break
             if cti == "unknown":
                 res.detail = "Z3 gave up on the inductive step at k=1"

@@ -389,14 +389,16 @@ def _registration_replies_match_records(S: Sym, cfg, d):
 def _success_response_noticed(S: Sym, cfg, d):
     parts = []
     for c in _registration_controllers(S, cfg):
+        # one term per controller, shared by its network slots (built once: it reads the log)
+        noticed = z3.Or(_registration_record_current(S, c),
+                        z3.Not(_registrations_replayed(S, c)), S.node(c, "send_requested"))
         for j in range(S.lay.cap.network):
             m = S.msg(j)
             parts.append(z3.Implies(
                 z3.And(S[f"net.{j}.present"], S.node(c, "alive"),
                        m["kind"] == REGISTRATION_RESPONSE, m["dst"] == c, m["a"] == kafka.NONE,
                        m["b"] == S.node(c, "incarnation")),
-                z3.Or(_registration_record_current(S, c),
-                      z3.Not(_registrations_replayed(S, c)), S.node(c, "send_requested"))))
+                noticed))
     return And(*parts)
 
 

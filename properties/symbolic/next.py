@@ -89,15 +89,16 @@ class Encoding:
             return And(enabled, z3.Not(And(z3.Not(leader == -1), S.node(leader, "alive"))))
         return enabled
 
-    def quiescent(self, S: Sym):
+    def quiescent(self, S: Sym, applied=None):
         """model.next.quiescent: no progress step is enabled (by the model's guards: a step
         that only the capacities hold back still counts), and the time bound does not hold
-        back a pending deadline."""
+        back a pending deadline.  ``applied``: ``apply_unbounded(S, inst)`` of every
+        instance, in order, if the caller has built them already."""
         from properties.symbolic.actions import time_pending
         parts = []
         for inst in self.instances:
             # the model's guard: a step only the capacities hold back is still progress
-            en, _ = self.apply_unbounded(S, inst)
+            en, _ = self.apply_unbounded(S, inst) if applied is None else applied[inst.index]
             parts.append(self.progress(S, inst, en))
         stuck = And(S["now"] >= self.cfg.max_time, time_pending(S, self.cfg, self.design))
         return z3.And(z3.Not(Or(*parts)), z3.Not(stuck))

@@ -69,6 +69,23 @@ def log_has_one_writer_per_epoch(S: Sym, cfg: ModelConfig, d: Design):
     return And(*parts)
 
 
+def active_controller_owns_controller_znode(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != ZK:
+        return TRUE
+    return And(*(z3.Implies(And(S.node(n, "alive"), S.node(n, "zk_active"),
+                                Not(S.node(n, "session_expired"))),
+                            Eq(S["zk.controller"], n))
+                 for n in range(S.lay.n)))
+
+
+def log_appended_by_current_leader(S: Sym, cfg: ModelConfig, d: Design):
+    if cfg.mode != KRAFT:
+        return TRUE
+    return And(*(z3.Implies(used, And(S[f"q.uncommitted.{k}.writer"] == S["q.leader"],
+                                      S[f"q.uncommitted.{k}.epoch"] == S["q.epoch"]))
+                 for k, used in S.seq_items("q.uncommitted")))
+
+
 def envelope_never_nested(S: Sym, cfg: ModelConfig, d: Design):
     return And(*(z3.Implies(And(S[f"net.{j}.present"], Eq(S[f"net.{j}.kind"], ENVELOPE_REQUEST)),
                             S[f"net.{j}.b"] <= 1) for j in range(S.lay.cap.network)))
@@ -177,7 +194,8 @@ def envelopes_only_from_trusted_senders(S: Sym, cfg: ModelConfig, d: Design):
 
 CLAUSES = {f.__name__.replace("_", "-"): f for f in (
     zk_writes_carry_current_epoch, active_controller_won_its_epoch, zk_writes_by_epoch_holder,
-    log_has_one_writer_per_epoch, envelope_never_nested,
+    active_controller_owns_controller_znode, log_has_one_writer_per_epoch,
+    log_appended_by_current_leader, envelope_never_nested,
     forward_ends_by_deadline, forwarder_forgets_not_controller, registered_only_if_log_agrees,
     registered_if_log_agrees, registration_names_incarnation_it_ran,
     registration_carries_current_incarnation, mutations_authorized_as_client,

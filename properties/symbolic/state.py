@@ -576,6 +576,28 @@ class Sym:
         out = self.set(upd)
         return out.requiring(Or(Not(when), n < cap))
 
+    def seq_extend(self, prefix, src: str, fields: dict) -> Sym:
+        """Append every record of sequence ``src`` in order, field ``f`` taken from ``src``'s
+        field ``fields[f]``: the state of one ``seq_append`` per slot of ``src`` with its
+        in-use condition as ``when``, written flat (record i lands in slot len + i, a fixed
+        offset) rather than as a chain of appends, each at the length the previous one left
+        (nested terms Z3 takes far longer over).  tests/test_symbolic.py checks the two are
+        equal on an arbitrary state."""
+        cap = _cap_of(self.lay, prefix)
+        n = self.v[prefix + ".len"]
+        items = self.seq_items(src)
+        m = self.v[src + ".len"]
+        upd = {prefix + ".len": n + If(m >= len(items), len(items), If(m <= 0, 0, m))}
+        for k in range(cap):
+            for f, g in fields.items():
+                key = f"{prefix}.{k}.{f}"
+                out = self.v[key]
+                for i, used in reversed(items):
+                    out = If(And(used, n == k - i), self.v[f"{src}.{i}.{g}"], out)
+                upd[key] = out
+        fits = And(*(Or(Not(used), n + i < cap) for i, used in items))
+        return self.set(upd).requiring(fits)
+
     def seq_pop_front(self, prefix) -> Sym:
         """Drop the first record (the caller knows the sequence is not empty)."""
         cap = _cap_of(self.lay, prefix)
