@@ -629,14 +629,16 @@ def controller_sends_registration(s: State, cfg: ModelConfig, d: Design, c: int)
     features (R-8), or by the failure backoff timer (R-7) -- there is no periodic re-check
     (R-9).  It sends only if not registered in the log, no RPC is pending and the replayed
     metadata.version supports registration (R-1); otherwise it just logs.  While an RPC is
-    pending the event waits (see registration-no-recheck-after-success for Kafka 3.7-3.9)."""
+    pending the event waits (registration-no-recheck-after-success is Kafka as read at 3.7.0 to
+    3.8.0 and trunk of 2024-10-25, which drops it: docs/findings/registration-no-recheck.md)."""
     node = s.nodes[c]
     due = node.retry_at != NO_TIME and s.now >= node.retry_at
     if not cfg.registration or not node.alive or not (node.send_requested or due):
         return None
     if node.pending_rpc and not d.registration_no_recheck_after_success:
         # KIP-919 intent: a check that finds an RPC pending waits for it to complete, so a
-        # delta that arrived meanwhile is not lost.  Kafka 3.7-3.9 drops it (that variant).
+        # delta that arrived meanwhile is not lost.  Kafka (3.7.0 to 3.8.0, trunk of 2024-10-25)
+        # drops it (that variant).
         return None
     node = replace(node, send_requested=False, retry_at=NO_TIME)
     if (node.registered_in_log or node.pending_rpc
