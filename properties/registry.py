@@ -17,8 +17,7 @@ from collections.abc import Callable
 from model import kafka
 from model.actions import advertised_version, epoch_holder
 from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK,
-                          Design,
-                          ModelConfig)
+                          Design, ModelConfig)
 from model.next import quiescent
 from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
                          REGISTER_CONTROLLER, State)
@@ -173,6 +172,13 @@ def forwarder_forgets_not_controller(s: State, cfg: ModelConfig, d: Design) -> b
 # P3 registration-converges
 
 
+def _appended_records(q):
+    """Every record of the metadata log, committed or only appended by the leader."""
+    yield from q.log
+    for rec, _ in q.uncommitted:
+        yield rec
+
+
 def _latest_registration(log, c: int, upto: int | None = None) -> int | None:
     inc = None
     for rec in log[:upto]:
@@ -219,7 +225,7 @@ def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design)
     KIP-919: the registration includes "a randomly generated UUID uniquely identifying the
     specific incarnation of the controller" ("unique to each process run"); R-15 (the
     active controller copies the incarnation the request carries)."""
-    for rec in s.quorum.log + tuple(r for r, _ in s.quorum.uncommitted):
+    for rec in _appended_records(s.quorum):
         if rec.kind == REGISTER_CONTROLLER and not (
                 0 <= rec.a < len(s.nodes) and 0 <= rec.b <= s.nodes[rec.a].incarnation):
             return False
@@ -301,7 +307,7 @@ def envelopes_applied_only_where_accepted(s: State, cfg: ModelConfig, d: Design)
                                    or not cfg.nodes[w.writer].principal_serde):
                 return False
         return True
-    for rec in s.quorum.log + tuple(r for r, _ in s.quorum.uncommitted):
+    for rec in _appended_records(s.quorum):
         if rec.kind == MUTATION_RECORD and rec.via_envelope and \
                 not cfg.nodes[rec.writer].principal_serde:
             return False
@@ -334,8 +340,8 @@ def registrations_from_cluster_action(s: State, cfg: ModelConfig, d: Design) -> 
 
     R-12: ControllerRegistrationRequest requires CLUSTER_ACTION on CLUSTER, else
     CLUSTER_AUTHORIZATION_FAILED; KIP-919 (the registration is an inter-controller RPC)."""
-    return all(rec.sender_cluster_action for rec in s.quorum.log + tuple(
-        r for r, _ in s.quorum.uncommitted) if rec.kind == REGISTER_CONTROLLER)
+    return all(rec.sender_cluster_action for rec in _appended_records(s.quorum)
+               if rec.kind == REGISTER_CONTROLLER)
 
 
 def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -401,14 +407,11 @@ def controller_describe_lists_registered_controllers(s: State, cfg: ModelConfig,
     R-21: describeClusterControllers(listenerName) returns "for every registration that has
     an endpoint whose name equals the request's listener name" the controller's endpoint;
     D-1.3 (nodes from the registrations publisher); KIP-919 (controller registration)."""
-    registered = {rec.a for rec in s.quorum.log if rec.kind == REGISTER_CONTROLLER}
-    for c, spec in enumerate(cfg.clients):
-        if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != CONTROLLER:
-            continue
-        for r in s.clients[c].responses:
-            if any(node not in registered for node, _ in r.endpoints):
-                return False
-    return True
+    listed = {node for c, spec in enumerate(cfg.clients)
+              if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == CONTROLLER
+              for r in s.clients[c].responses for node, _ in r.endpoints}
+    return not listed or listed <= {rec.a for rec in s.quorum.log
+                                    if rec.kind == REGISTER_CONTROLLER}
 
 
 # ------------------------------------------------------------------------------------------

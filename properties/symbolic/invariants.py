@@ -16,7 +16,7 @@ from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_REC
                          NO_TIME, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION)
 from properties.symbolic.actions import _item_timeout
-from properties.symbolic.props import _latest_registration
+from properties.symbolic.props import _latest_registration, log_appended_by_current_leader
 from properties.symbolic.state import And, Sym, _cap_of
 
 
@@ -82,12 +82,6 @@ def _incarnations_nonnegative(S: Sym, cfg, d):
         parts += [z3.Implies(used, S[f"q.uncommitted.{k}.kind"] != REGISTER_CONTROLLER)
                   for k, used in S.seq_items("q.uncommitted")]
     return And(*parts)
-
-
-def _uncommitted_from_leader(S: Sym, cfg, d):
-    return And(*(z3.Implies(used, z3.And(S[f"q.uncommitted.{k}.epoch"] == S["q.epoch"],
-                                         S[f"q.uncommitted.{k}.writer"] == S["q.leader"]))
-                 for k, used in S.seq_items("q.uncommitted")))
 
 
 def _log_not_ahead(S: Sym, cfg, d):
@@ -449,7 +443,7 @@ INVARIANTS = {i.name: i for i in (
     Invariant("uncommitted-from-current-leader",
               "Every uncommitted record was appended by the current leader in the current "
               "epoch: only the leader appends, and an election drops what its predecessor had "
-              "not committed.", _uncommitted_from_leader, ("kraft",)),
+              "not committed.", log_appended_by_current_leader, ("kraft",)),
     Invariant("log-not-ahead-of-epoch",
               "No committed record carries an epoch newer than the quorum's: records come "
               "from uncommitted ones of the then current epoch, and epochs only grow.",
