@@ -297,7 +297,7 @@ def effect_registration_pending_stuck():
 def effect_registration_no_recheck_after_success():
     """C2 replayed its own RegisterControllerRecord (a delta touching its registration)
     while its RPC is still pending: shipped, the check waits for the RPC to complete; Kafka
-    3.7-3.9 (the finding) runs it at once and drops it, sending nothing."""
+    3.7.0-3.8.0 and trunk (the finding) runs it at once and drops it, sending nothing."""
     prefix = REGISTER_C2 + [S("node_replays_record", 1), S("node_replays_record", 1)]
     pre, good, bad = both("kraft-registration", "registration-no-recheck-after-success",
                           prefix, S("controller_sends_registration", 1))

@@ -81,7 +81,7 @@ def test_l1_quiescent_clause_breaks_when_a_request_is_dropped():
 
 
 def test_registration_finding_reproduces_kafka_race():
-    """Kafka 3.7-3.9's ControllerRegistrationManager: the old incarnation's record lands while
+    """Kafka's ControllerRegistrationManager (3.7.0-3.8.0, trunk): the old incarnation's record lands while
     the new RPC is pending; the check is dropped and never redone."""
     spec = KafkaSpec.named("kraft-registration", "registration-no-recheck-after-success")
     result = explore(spec)
