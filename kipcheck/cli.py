@@ -128,7 +128,8 @@ def cmd_explore(args) -> int:
     unreached = () if args.spark else spec.flags_unreached()
     graph_violation = getattr(result, "graph_violation", None)
     if result.violation is None and graph_violation is not None:
-        # SETTLE / DEADLOCK (properties/graphcheck.py): reported like a property violation
+        # SETTLE / DEADLOCK / PROGRESS (properties/graphcheck.py): reported like a property
+        # violation
         from properties.graphcheck import describe as describe_graph_violation
         from properties.trace import Trace
         print("no property violated", file=out)
@@ -136,14 +137,16 @@ def cmd_explore(args) -> int:
             print(line, file=out)
         if args.trace_out or args.itf_out:
             # SETTLE: the steps to the loop and once round it, the loop starting after
-            # loop_start steps; DEADLOCK: the steps to the deadlocked state.  The trace names
-            # the check, and `kipcheck replay` re-checks it.
+            # loop_start steps; DEADLOCK: the steps to the deadlocked state; PROGRESS: the
+            # steps to the state that owes an answer.  The trace names the check, and
+            # `kipcheck replay` re-checks it.
             into = tuple(result.graph_trace) + tuple(result.graph_stem)
             settle = graph_violation == "SETTLE"
             trace = Trace(spec.cfg.name, spec.variant, into + tuple(result.graph_loop),
                           engine="explore", graph_check=graph_violation,
                           loop_start=len(into) if settle else None)
-            what = "to the loop and once round it" if settle else "to the deadlocked state"
+            what = ("to the loop and once round it" if settle else "to the deadlocked state"
+                    if graph_violation == "DEADLOCK" else "to the state that owes the answer")
             if args.trace_out and write_output("the trace", args.trace_out,
                                                lambda: trace.dump(args.trace_out)):
                 print(f"trace ({what}) written to {args.trace_out} "
@@ -157,7 +160,9 @@ def cmd_explore(args) -> int:
                  "--spark)" if args.spark else ""), file=out)
         if getattr(result, "graph_checked", False):
             print(f"SETTLE and DEADLOCK hold: every state can reach a settled one, and none is "
-                  f"deadlocked (graph {result.graph_bytes / 1e6:.1f} MB)", file=out)
+                  f"deadlocked; PROGRESS holds: a healthy cluster can answer every client "
+                  f"waiting within its deadline without a fault (graph "
+                  f"{result.graph_bytes / 1e6:.1f} MB)", file=out)
         if unreached:
             print(f"indistinguishable from the correct design on {spec.cfg.name}: the branch "
                   f"of {', '.join(unreached)} was never reached (the model never read the "

@@ -287,8 +287,8 @@ def cmd_mutate(args) -> int:
     unreached, identical = summary["equivalent_unreached"], summary["equivalent_identical"]
     print(f"\n{'class':<12}{'mutants':>8}", file=out)
     bw = summary["killed_by_witness"]
-    print(f"{'killed':<12}{c['killed']:>8}   {c['killed'] - bw} by a property clause, SETTLE or "
-          f"DEADLOCK; {bw} by a witness no configuration reaches any more (check: exit 4)",
+    print(f"{'killed':<12}{c['killed']:>8}   {c['killed'] - bw} by a property clause or a "
+          f"whole-graph check; {bw} by a witness no configuration reaches any more (check: exit 4)",
           file=out)
     print(f"{'survived':<12}{c['survived']:>8}   {len(summary['triaged'])} triaged, "
           f"{len(summary['untriaged'])} untriaged", file=out)
@@ -313,6 +313,10 @@ def cmd_mutate(args) -> int:
     print(f"adequacy = killed / (killed + survived) = {k}/{k + s} = "
           f"{100 * summary['adequacy']:.1f} % (target {100 * summary['target']:.1f} %)",
           file=out)
+    u = len(summary["untriaged"])
+    print(f"over non-equivalent mutants (triaged survivors counted as equivalent): killed / "
+          f"(killed + untriaged) = {k}/{k + u} = "
+          f"{100 * summary['adequacy_non_equivalent']:.1f} %", file=out)
     if summary["untriaged"]:
         print(f"UNTRIAGED survivors: {', '.join(summary['untriaged'])} (review them; add the "
               f"harmless ones to properties/adequacy_triage.toml)", file=out)

@@ -294,6 +294,8 @@ def _receive_envelope(s: State, cfg: ModelConfig, d: Design, r: int, req: int, v
                     msg = Msg(ENVELOPE_REQUEST, r, p, target_listener(cfg, p), req, version,
                               hops + 1, principal_index(cfg, cfg.nodes[r].principal))
                     return replace(s, network=s.network | {msg})
+            if d.not_controller_unanswered:
+                return s            # dropped: the forwarder waits for its network timeout
             return _send_reply(s, cfg, r, reply, kafka.NOT_CONTROLLER, kafka.NONE)
     else:
         if not sender_ca:

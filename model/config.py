@@ -193,6 +193,7 @@ class Design:
     registration_never_confirmed: bool = False
     describe_controllers_from_voters: bool = False
     controller_describe_without_alter: bool = False
+    not_controller_unanswered: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -341,6 +342,13 @@ VARIANTS = {v.name: v for v in (
             "DESCRIBE); KIP-919 'communicating directly with the controller quorum will "
             "require special configurations'", ("P9",), ("controller_describe_without_alter",),
             "kraft-listeners"),
+    Variant("not-controller-unanswered",
+            "a ZK broker that is not the active controller drops an EnvelopeRequest without "
+            "answering NOT_CONTROLLER, so the forwarder learns of the move only from its "
+            "network timeout and the client gets REQUEST_TIMED_OUT while a controller is up",
+            "KIP-590: 'If the top level error code is NOT_CONTROLLER, retry until timeout' (the "
+            "forwarder must be told to retry); F-26 (KafkaApis answers NOT_CONTROLLER)",
+            ("PROGRESS",), ("not_controller_unanswered",), "zk-forward-zombie"),
 )}
 
 

@@ -123,13 +123,16 @@ class ExploreResult:
     fingerprints: Any = None           # keep_fingerprints: every stored fingerprint, sorted
     # whole-graph checks (properties/graphcheck.py): run only on complete explorations
     graph_checked: bool = False        # SETTLE and DEADLOCK were decided
-    graph_violation: str | None = None  # "SETTLE" or "DEADLOCK"
+    graph_violation: str | None = None  # "SETTLE", "DEADLOCK" or "PROGRESS"
     graph_trace: tuple = ()            # shortest steps to the first stuck/deadlocked state
     graph_initial_index: int | None = None
     graph_state: Any = None            # that state
     graph_stem: tuple = ()             # SETTLE: steps from graph_state to the loop
     graph_loop: tuple = ()             # SETTLE: the loop's steps (it comes back round)
-    graph_stuck: int = 0               # SETTLE: how many states cannot reach a settled one
+    graph_stuck: int = 0               # SETTLE: how many states cannot reach a settled one;
+    #                                    PROGRESS: how many owe the goal and cannot meet it
+    graph_goal: int | None = None      # PROGRESS: the goal (client) owed and not met
+    graph_example: tuple = ()          # PROGRESS: one fault-free continuation from graph_state
     graph_bytes: int = 0               # the recorded graph (bytes)
 
     @property
@@ -172,7 +175,8 @@ class ExploreResult:
             "graph_trace": [Step(*s).to_json() for s in self.graph_trace],
             "graph_stem": [Step(*s).to_json() for s in self.graph_stem],
             "graph_loop": [Step(*s).to_json() for s in self.graph_loop],
-            "graph_stuck": self.graph_stuck,
+            "graph_stuck": self.graph_stuck, "graph_goal": self.graph_goal,
+            "graph_example": [Step(*s).to_json() for s in self.graph_example],
         }
 
 
@@ -230,10 +234,12 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
 
 
 def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation,
-                    settled, rec):
+                    settled, rec, rec_fns=None):
     """``_expand_fast`` that also records, for the whole-graph checks (properties/graphcheck.py),
     each state's status (``settled`` here is ``graphcheck.status_of(spec)``: OPEN, SETTLED or
-    DEADLOCKED) and the fingerprints of all its successors."""
+    DEADLOCKED) and the fingerprints of all its successors; for PROGRESS (``rec.marks``), the
+    state's goal marks and each transition's class (``rec_fns``: the spec's
+    ``progress_marks`` and ``progress_edge``)."""
     nxt: dict = {}
     npar: dict = {}
     M = _MASK
@@ -241,6 +247,8 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
     bits = rec.status
     out = rec.succ_fps
     offsets = rec.offsets
+    marks, edges_of = rec.marks, rec.edge
+    marks_of, edge_class = rec_fns if marks is not None else (None, None)
     for start in range(0, n_cur, _CHUNK):
         end = min(start + _CHUNK, n_cur)
         for idx in range(start, end):
@@ -250,6 +258,9 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
             if v is not None and on_violation(v, idx):
                 return nxt, npar, idx
             bits.append(settled(state, succ))
+            if marks is not None:
+                marks.append(marks_of(state))
+                edges_of.extend([edge_class(state, st) for st, _ in succ])
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -266,7 +277,7 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
 
 def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, tick,
                     on_violation, *, canonical, wanted, witnesses_hit, reached, edges,
-                    settled=None, rec=None):
+                    settled=None, rec=None, rec_fns=None):
     """Expand one level with symmetry and/or graph edges and/or per-transition witnesses."""
     nxt: dict = {}
     npar: dict = {}
@@ -282,6 +293,9 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                 return nxt, npar, idx
             if rec is not None:
                 rec.status.append(settled(state, succ))
+                if rec.marks is not None:
+                    rec.marks.append(rec_fns[0](state))
+                    rec.edge.extend([rec_fns[1](state, st) for st, _ in succ])
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -323,7 +337,8 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     ``GRAPH_LIMIT`` states).  ``stop_at_violation=False`` explores everything and reports the first
     (shallowest) violation found.  ``graph_checks``: when the spec has ``settled(state, succ)``,
     record the state graph compactly and, if the exploration is complete, run the whole-graph
-    checks SETTLE and DEADLOCK (properties/graphcheck.py; ``result.graph_violation``)."""
+    checks SETTLE, DEADLOCK and (a spec with ``progress_marks``) PROGRESS
+    (properties/graphcheck.py; ``result.graph_violation``)."""
     if max_states is not None and max_states < 0:
         raise ValueError("max_states must be >= 0")
     if max_depth is not None and max_depth < 0:
@@ -351,11 +366,18 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     # ``deadlocked(state, succ)``) turns on the whole-graph checks; ``settled`` below is the
     # per-state status function (graphcheck.status_of).
     settled = getattr(spec, "settled", None) if graph_checks else None
-    rec = None
+    rec = rec_fns = None
     if settled is not None:
         from properties.graphcheck import GraphRecorder, status_of
         settled = status_of(spec)
-        rec = GraphRecorder()
+        # Optional: ``progress_marks(state)``, ``progress_edge(state, step)`` and
+        # ``progress_strict()`` turn on PROGRESS
+        marks_of = getattr(spec, "progress_marks", None)
+        if marks_of is not None:
+            rec_fns = (marks_of, spec.progress_edge)
+        rec = GraphRecorder(progress=rec_fns is not None)
+        if rec_fns is not None:
+            rec.strict = tuple(spec.progress_strict())
 
     fp_levels: list[array] = []           # per level: sorted fingerprints
     par_levels: list[array] = []          # per level: parent index in the previous level
@@ -473,11 +495,11 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
                 on_violation, canonical=canonical, wanted=wanted if per_transition else None,
                 witnesses_hit=witnesses_hit, reached=reached, edges=edges, settled=settled,
-                rec=rec)
+                rec=rec, rec_fns=rec_fns)
         elif rec is not None:
             nxt, npar, stopped = _expand_checked(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
-                on_violation, settled, rec)
+                on_violation, settled, rec, rec_fns)
         else:
             nxt, npar, stopped = _expand_fast(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
@@ -586,14 +608,14 @@ def _rebuild_trace(spec, init, fp_levels, par_levels, vdepth, vidx, symmetry):
 
 
 def _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry) -> None:
-    """Run SETTLE and DEADLOCK on the recorded graph; fill ``result.graph_*``."""
-    from properties.graphcheck import check, stuck_loop
+    """Run SETTLE, DEADLOCK and PROGRESS on the recorded graph; fill ``result.graph_*``."""
+    from properties.graphcheck import PROGRESS, check, example_path, stuck_loop
     result.graph_bytes = rec.nbytes
     found = check(rec, fp_levels)
     result.graph_checked = True
     if found is None:
         return
-    kind, first, tgt, stuck = found
+    kind, first, tgt, stuck, goal = found
     starts = list(accumulate(len(a) for a in fp_levels))
     depth = bisect_right(starts, first)
     idx = first - (starts[depth - 1] if depth else 0)
@@ -603,14 +625,27 @@ def _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry) -> N
     result.graph_trace = trace
     result.graph_initial_index = initial_index
     result.graph_state = state
+    if kind == PROGRESS:
+        result.graph_goal = goal
+        result.graph_stuck = stuck
+        result.graph_example = _steps_along(spec, state, example_path(rec, tgt, first),
+                                            fp_levels, symmetry)
+        return
     if kind != "SETTLE":
         return
     result.graph_stuck = stuck
     stem, cycle = stuck_loop(rec, tgt, first)
+    walk = (list(stem) + list(cycle) + [cycle[0]])[1:]      # the state numbers to step to
+    steps = _steps_along(spec, state, walk, fp_levels, symmetry)
+    result.graph_stem = tuple(steps[:len(stem)])
+    result.graph_loop = tuple(steps[len(stem):])
+
+
+def _steps_along(spec, state, walk, fp_levels, symmetry) -> tuple:
+    """The steps from ``state`` through the recorded states numbered ``walk``."""
     every_fp = array("Q")
     for level in fp_levels:
         every_fp.extend(level)
-    walk = (list(stem) + list(cycle) + [cycle[0]])[1:]      # the state numbers to step to
     steps = []
     M = _MASK
     fingerprint = spec.fingerprint
@@ -623,10 +658,9 @@ def _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry) -> N
                 state = s
                 break
         else:  # pragma: no cover - only on a non-deterministic successors()
-            raise RuntimeError("loop reconstruction failed: no successor has the recorded "
+            raise RuntimeError("path reconstruction failed: no successor has the recorded "
                                "fingerprint (is successors() deterministic?)")
-    result.graph_stem = tuple(steps[:len(stem)])
-    result.graph_loop = tuple(steps[len(stem):])
+    return tuple(steps)
 
 
 def replay(spec, initial_index: int, steps) -> list:

@@ -1,5 +1,6 @@
 """Whole-graph checks on an exploration's state graph, as TLC checks deadlock and liveness on the
-graph it built: SETTLE (the cluster can always settle) and DEADLOCK.
+graph it built: SETTLE (the cluster can always settle), DEADLOCK, and PROGRESS (a healthy
+cluster can always answer).
 
 The explorer (``explore(graph_checks=True)``, the default) records, for every state it expands
 and in the order it expands them (breadth-first: the order of the stored levels, so a state's
@@ -17,7 +18,20 @@ state numbers (one dict, freed at once) and decides:
   a stuck state is stuck, so following successors from one stays among stuck states and, the
   graph being finite, comes round: that cycle is the loop the cluster is caught in.
 
-Both counterexamples are the shortest: the first offending state in breadth-first order.
+* PROGRESS (``AG (owed -> EF met)`` per goal, over the transitions that are not faults): for a
+  spec with ``progress_marks`` (properties/progress.py for Kafka: a client waiting within its
+  deadline in a healthy cluster is owed an answer other than REQUEST_TIMED_OUT; a pending
+  registration RPC whose messages are not lost is owed its response), every state that owes a
+  goal reaches one where it is met without a fault (and, for a *strict* goal, without a
+  timeout).  The explorer records, per state, the goal marks (``array('Q')``: bit 2g owed,
+  bit 2g+1 met) and, per transition, its class (one byte: ordinary, fault, timeout); the
+  check is one backward reachability per goal over the allowed transitions.  It is what the
+  safety clauses cannot say: a design that answers late, or only by a timeout, breaks no
+  clause, and SETTLE holds because the timeout does settle the cluster.
+
+All three counterexamples are the shortest: the first offending state in breadth-first order.
+PROGRESS also shows one continuation without a fault from that state (``example_path``), to
+show what happens to the request instead.
 
 A spec says what the statuses are (``status_of``): SETTLED where ``settled(state, succ)``;
 DEADLOCKED where it is not settled and has no successor at all (TLC's deadlock), or where its
@@ -46,7 +60,8 @@ which nothing waits for time.
 
 ``replay_check`` re-checks a graph-check trace (``kipcheck replay``): for SETTLE that the loop
 comes back to its start and that no settled state is reachable from it (the explorer re-run
-from that state); for DEADLOCK that the last state is deadlocked.
+from that state); for DEADLOCK that the last state is deadlocked; for PROGRESS that the last
+state owes a goal that no path without a fault (the explorer re-run from it) meets.
 """
 from __future__ import annotations
 
@@ -54,11 +69,12 @@ from array import array
 from itertools import accumulate, chain
 from typing import NamedTuple
 
-__all__ = ["SETTLE", "DEADLOCK", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
+__all__ = ["SETTLE", "DEADLOCK", "PROGRESS", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
            "GraphRecorder", "status_of", "check", "stuck_loop", "replay_check", "can_settle"]
 
 SETTLE = "SETTLE"
 DEADLOCK = "DEADLOCK"
+PROGRESS = "PROGRESS"
 # ID -> (name, statement), as registry.PROPERTIES names the state properties
 GRAPH_CHECKS = {
     SETTLE: ("cluster-can-settle",
@@ -68,10 +84,17 @@ GRAPH_CHECKS = {
     DEADLOCK: ("no-deadlock",
                "no reachable state is deadlocked: when no progress step is enabled and the time "
                "bound has not cut the state, no live node or client still waits for work"),
+    PROGRESS: ("healthy-cluster-answers",
+               "in a healthy cluster (every node up, no session expired, a controller that can "
+               "read envelopes) a client still waiting within its deadline can get an answer "
+               "other than REQUEST_TIMED_OUT without any further fault (AG (owed -> EF "
+               "answered) over progress steps)"),
 }
 # a state's status (one byte per state in GraphRecorder.status)
 OPEN, SETTLED, DEADLOCKED = 0, 1, 2
 _GOOD = bytes([0, 1] + [0] * 254)           # status -> 1 if SETTLED (bytearray.translate)
+_NOT_FAULT = bytes([1, 0, 1] + [0] * 253)    # edge class -> 1 unless a fault
+_ORDINARY = bytes([1] + [0] * 255)            # edge class -> 1 if neither fault nor timeout
 
 
 def status_of(spec):
@@ -92,19 +115,27 @@ def status_of(spec):
 
 
 class GraphRecorder:
-    """What the explorer records per expanded state for the whole-graph checks."""
+    """What the explorer records per expanded state for the whole-graph checks.  With
+    ``progress`` (a spec with ``progress_marks``, for PROGRESS): each state's goal marks and
+    each transition's class (the spec's ``progress_edge``: 0 ordinary, 1 a fault, 2 a
+    timeout)."""
 
-    __slots__ = ("status", "succ_fps", "offsets")
+    __slots__ = ("status", "succ_fps", "offsets", "marks", "edge", "strict")
 
-    def __init__(self):
+    def __init__(self, progress: bool = False):
         self.status = bytearray()           # per state: OPEN | SETTLED | DEADLOCKED
         self.succ_fps = array("Q")          # every transition's target fingerprint
         self.offsets = array("Q", [0])      # state i's targets: succ_fps[offsets[i]:offsets[i+1]]
+        # per state: bit 2g = goal g owed, bit 2g+1 = goal g met; per transition: its class
+        self.marks = array("Q") if progress else None
+        self.edge = bytearray() if progress else None
+        self.strict = ()                    # per goal: True if it may not use a timeout
 
     @property
     def nbytes(self) -> int:
+        extra = 0 if self.marks is None else 8 * len(self.marks) + len(self.edge)
         return (len(self.status) + self.succ_fps.itemsize * len(self.succ_fps)
-                + self.offsets.itemsize * len(self.offsets))
+                + self.offsets.itemsize * len(self.offsets) + extra)
 
 
 def _targets(rec: GraphRecorder, fp_levels) -> array:
@@ -113,35 +144,39 @@ def _targets(rec: GraphRecorder, fp_levels) -> array:
     return array("I", map(ids.__getitem__, rec.succ_fps))
 
 
-def check(rec: GraphRecorder, fp_levels):
-    """(check ID, number of the first offending state, targets, stuck states) or None;
-    ``targets`` maps every transition to the number of its target state (for ``stuck_loop``);
-    ``stuck states`` counts the states that cannot reach a settled one (SETTLE; 1 for
-    DEADLOCK: the first deadlocked state, the rest is not counted)."""
-    status = rec.status
-    n = len(status)
-    off = rec.offsets
-    tgt = _targets(rec, fp_levels)
-    first = status.find(DEADLOCKED)
-    if first >= 0:
-        return DEADLOCK, first, tgt, 1
-    if status.count(SETTLED) == n:
-        return None
-    # reversed adjacency (CSR): preds of j are rev[start[j]:start[j + 1]]
+def _reversed(n: int, off, tgt, keep=None):
+    """Reversed adjacency (CSR) of the transitions (those with ``keep[k]`` true, if given):
+    the predecessors of j are ``rev[start[j]:start[j + 1]]``."""
     counts = [0] * (n + 1)
-    for j in tgt:
-        counts[j + 1] += 1
+    if keep is None:
+        for j in tgt:
+            counts[j + 1] += 1
+    else:
+        for j, kept in zip(tgt, keep):
+            if kept:
+                counts[j + 1] += 1
     start = array("I", accumulate(counts))
     fill = list(start[:n])
-    rev = array("I", bytes(4 * len(tgt)))
-    for i in range(n):
-        for k in range(off[i], off[i + 1]):
-            j = tgt[k]
-            rev[fill[j]] = i
-            fill[j] += 1
-    del fill, counts
-    good = status.translate(_GOOD)
-    todo = [i for i in range(n) if good[i]]
+    rev = array("I", bytes(4 * start[n]))
+    if keep is None:
+        for i in range(n):
+            for k in range(off[i], off[i + 1]):
+                j = tgt[k]
+                rev[fill[j]] = i
+                fill[j] += 1
+    else:
+        for i in range(n):
+            for k in range(off[i], off[i + 1]):
+                if keep[k]:
+                    j = tgt[k]
+                    rev[fill[j]] = i
+                    fill[j] += 1
+    return start, rev
+
+
+def _backward(good: bytearray, start, rev) -> bytearray:
+    """Mark every state from which a marked one is reachable (in place)."""
+    todo = [i for i in range(len(good)) if good[i]]
     while todo:
         j = todo.pop()
         for k in range(start[j], start[j + 1]):
@@ -149,8 +184,83 @@ def check(rec: GraphRecorder, fp_levels):
             if not good[i]:
                 good[i] = 1
                 todo.append(i)
-    first = good.find(0)
-    return None if first < 0 else (SETTLE, first, tgt, n - sum(good))
+    return good
+
+
+def check(rec: GraphRecorder, fp_levels):
+    """(check ID, number of the first offending state, targets, count, goal) or None;
+    ``targets`` maps every transition to the number of its target state (for ``stuck_loop``);
+    ``count`` is, for SETTLE, how many states cannot reach a settled one, for PROGRESS how
+    many states owe the goal and cannot meet it without a fault, and 1 for DEADLOCK (the first
+    deadlocked state; the rest is not counted); ``goal`` is PROGRESS's goal (else None)."""
+    status = rec.status
+    n = len(status)
+    off = rec.offsets
+    tgt = _targets(rec, fp_levels)
+    first = status.find(DEADLOCKED)
+    if first >= 0:
+        return DEADLOCK, first, tgt, 1, None
+    if status.count(SETTLED) != n:
+        start, rev = _reversed(n, off, tgt)
+        good = _backward(status.translate(_GOOD), start, rev)
+        del start, rev
+        first = good.find(0)
+        if first >= 0:
+            return SETTLE, first, tgt, n - sum(good), None
+    return _progress(rec, tgt)
+
+
+def _progress(rec: GraphRecorder, tgt):
+    """PROGRESS: for each goal, every state that owes it reaches one where it is met along
+    transitions that are not faults (nor timeouts, for a strict goal)."""
+    marks = rec.marks
+    if marks is None:
+        return None
+    every = 0
+    for m in marks:
+        every |= m
+    goals = [g for g in range(32) if every >> (2 * g) & 1]
+    if not goals:
+        return None
+    n = len(marks)
+    adjacency = {}                          # strict? -> reversed adjacency over allowed edges
+    for g in goals:
+        strict = g < len(rec.strict) and rec.strict[g]
+        if strict not in adjacency:
+            allowed = rec.edge.translate(_ORDINARY if strict else _NOT_FAULT)
+            adjacency[strict] = _reversed(n, rec.offsets, tgt, allowed)
+        start, rev = adjacency[strict]
+        owe, done = 1 << (2 * g), 2 << (2 * g)
+        good = _backward(bytearray(1 if m & done else 0 for m in marks), start, rev)
+        bad = [i for i in range(n) if marks[i] & owe and not good[i]]
+        if bad:
+            return PROGRESS, bad[0], tgt, len(bad), g
+    return None
+
+
+def example_path(rec: GraphRecorder, tgt: array, first: int, limit: int = 40) -> tuple:
+    """From PROGRESS's offending state ``first``: the state numbers of one walk along
+    transitions that are not faults (the first such successor that is not the state itself),
+    until no such transition is left, a state repeats, or ``limit`` steps: what happens to
+    the request if nothing fails any more.  Every state on it fails the goal too."""
+    off, edge = rec.offsets, rec.edge
+    seen = {first}
+    path = []
+    i = first
+    while len(path) < limit:
+        nxt = None
+        for k in range(off[i], off[i + 1]):
+            if edge[k] != 1 and tgt[k] != i:
+                nxt = tgt[k]
+                break
+        if nxt is None:
+            break
+        path.append(nxt)
+        if nxt in seen:
+            break
+        seen.add(nxt)
+        i = nxt
+    return tuple(path)
 
 
 def stuck_loop(rec: GraphRecorder, tgt: array, first: int) -> tuple:
@@ -199,6 +309,21 @@ def describe(spec, result) -> list:
         show(f"counterexample ({len(trace)} steps) to a deadlocked state: no progress step is "
              f"enabled, the time bound has not cut it, and work is still owed:", 0, len(trace))
         lines += deadlock_facts(spec, result.graph_state)
+        return lines
+    if result.graph_violation == PROGRESS:
+        from properties.progress import describe_goal
+        show(f"counterexample ({len(trace)} steps) to a state in which "
+             f"{describe_goal(spec.cfg, result.graph_goal)} ({result.graph_stuck:,} such "
+             f"states):", 0, len(trace))
+        example = tuple(result.graph_example)
+        if example:
+            texts = describe_trace(spec.cfg, spec.design, trace + example)
+            lines.append(f"for example, if nothing fails any more ({len(example)} steps; every "
+                         f"other way without a fault ends no better):")
+            for i in range(len(trace), len(trace) + len(example)):
+                st = (trace + example)[i]
+                lines.append(f"  {i + 1:>3}. {texts[i]}")
+                lines.append(f"       Step({st.action!r}, {st.args!r}),")
         return lines
     show(f"counterexample ({len(trace)} steps) to a state from which no settled state is "
          f"reachable ({result.graph_stuck:,} such states):", 0, len(trace))
@@ -275,6 +400,58 @@ def can_settle(spec, start, max_states: int = CAN_SETTLE_LIMIT):
     return False if r.complete else None
 
 
+class _FaultFree(_From):
+    """``spec`` from ``start`` along transitions that are not faults (nor timeouts, for a
+    strict goal); a state where goal ``goal`` is met is the "violation", so the explorer stops
+    at the first one."""
+
+    def __init__(self, spec, start, goal: int):
+        super().__init__(spec, start)
+        self._done = 2 << (2 * goal)
+        strict = spec.progress_strict()
+        self._allowed = (0,) if goal < len(strict) and strict[goal] else (0, 2)
+
+    def successors(self, state):
+        return [(st, s) for st, s in self._spec.successors(state)
+                if self._spec.progress_edge(state, st) in self._allowed]
+
+    def violation(self, state, succ):
+        return "done" if self._spec.progress_marks(state) & self._done else None
+
+
+def goal_met_without_fault(spec, start, goal: int, max_states: int = CAN_SETTLE_LIMIT):
+    """Can goal ``goal`` be met from ``start`` without a fault?  True / False, or None when
+    ``max_states`` states were explored without an answer."""
+    from properties.explore import explore
+    r = explore(_FaultFree(spec, start, goal), max_states=max_states, graph_checks=False)
+    if r.violation is not None:
+        return True
+    return False if r.complete else None
+
+
+def _replay_progress(spec, end, max_states):
+    """PROGRESS: in the last state some goal is owed, and no path without a fault meets it."""
+    marks = spec.progress_marks(end)
+    owed = [g for g in range(32) if marks >> (2 * g) & 1]
+    if not owed:
+        return GraphReplay(False, "the last state owes nothing (no client waits within its "
+                           "deadline in a healthy cluster)", ())
+    unsure = None
+    for g in owed:
+        met = goal_met_without_fault(spec, end, g, max_states)
+        if met is False:
+            from properties.progress import describe_goal
+            return GraphReplay(True, f"in the last state {describe_goal(spec.cfg, g)} "
+                               f"(checked by exploring every fault-free path from it)", ())
+        if met is None:
+            unsure = g
+    if unsure is not None:
+        return GraphReplay(None, f"no answer within {max_states:,} states explored from the "
+                           f"last state: inconclusive", ())
+    return GraphReplay(False, "every client owed an answer in the last state can still get "
+                       "one without a fault", ())
+
+
 class GraphReplay(NamedTuple):
     reproduced: bool | None         # None: inconclusive (the bounded search gave up)
     detail: str                     # one line: what was checked, or why it does not hold
@@ -288,6 +465,8 @@ def replay_check(spec, states, check_id: str, loop_start: int | None,
     from, and no settled state is reachable from it (and so from none of the loop's states:
     they reach one another).  DEADLOCK: the last state is deadlocked."""
     end = states[-1]
+    if check_id == PROGRESS:
+        return _replay_progress(spec, end, max_states)
     if check_id == DEADLOCK:
         status = status_of(spec)(end, spec.successors(end))
         facts = tuple(deadlock_facts(spec, end)) if hasattr(spec, "cfg") else ()

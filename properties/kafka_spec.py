@@ -6,7 +6,7 @@ from model.actions import time_pending
 from model.config import VARIANTS, Design, ModelConfig, design_for
 from model.configs import CONFIGS, SMALL
 from model.symmetry import canonical
-from properties import registry
+from properties import progress, registry
 from properties.graphcheck import DEADLOCKED, OPEN, SETTLED
 from properties.outstanding import outstanding
 
@@ -123,6 +123,18 @@ class KafkaSpec:
     def deadlocked(self, state, succ) -> bool:
         """DEADLOCK: no progress step, not cut by the time bound, work outstanding."""
         return self.graph_status(state, succ) == DEADLOCKED
+
+    def progress_marks(self, state) -> int:
+        """PROGRESS's goal marks (properties/progress.py): per client and per registering
+        controller, owed by a healthy cluster / met."""
+        return progress.marks(state, self.cfg, self.design)
+
+    def progress_edge(self, state, st) -> int:
+        """A transition's class for PROGRESS: ordinary, a fault or a timeout."""
+        return progress.edge(state, self.cfg, st)
+
+    def progress_strict(self) -> tuple:
+        return progress.strict(self.cfg)
 
     def clause_violated(self, state):
         """(property ID, clause name) violated by ``state``, for reports."""

@@ -151,6 +151,17 @@ def replay_behind(s: State, cfg: ModelConfig, d: Design) -> tuple:
                  for n, node in enumerate(s.nodes) if node.alive and node.replayed < log)
 
 
+def session_expiry_unhandled(s: State, cfg: ModelConfig, d: Design) -> tuple:
+    """A live ZK broker whose session ZooKeeper expired has not learned it yet.
+
+    The ZooKeeper client delivers the session's Expired event and KafkaZkClient's
+    session-expiry handler opens a new session, re-registers the broker and, if it was the
+    controller, resigns (Z-3: ``maybeResign``).  Until then it is a zombie
+    (KAFKA-6082 is what its writes must not do), so learning it is work the cluster owes."""
+    return tuple(f"{node_name(cfg, n)} has not learned that ZooKeeper expired its session"
+                 for n, node in enumerate(s.nodes) if node.alive and node.session_expired)
+
+
 PIECES = (
     Piece("client-awaits-answer", client_awaits_answer),
     Piece("channel-item-pending", channel_item_pending),
@@ -160,6 +171,7 @@ PIECES = (
     Piece("controller-event-queued", controller_event_queued),
     Piece("records-uncommitted", records_uncommitted),
     Piece("replay-behind", replay_behind),
+    Piece("session-expiry-unhandled", session_expiry_unhandled),
 )
 
 

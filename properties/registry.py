@@ -20,7 +20,8 @@ from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, 
                           Design, ModelConfig)
 from model.next import quiescent
 from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
-                         REGISTER_CONTROLLER, State)
+                         REGISTER_CONTROLLER, REGISTRATION_REQUEST, REGISTRATION_RESPONSE,
+                         REPLY_REGISTRATION, State)
 from model.step import Step
 
 ALWAYS, QUIESCENT = "always", "quiescent"
@@ -250,6 +251,33 @@ def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Desi
             return False
     return True
 
+
+
+def one_registration_request_outstanding(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A controller process run has at most one ControllerRegistrationRequest outstanding: its
+    request on the way to the active controller, the record that controller appended for it
+    and has not yet answered, or the response on the way back -- never two of these at once.
+
+    R-3/R-4: ``maybeSendControllerRegistration`` sends only when no RPC is pending
+    (``pendingRpc``), and the NodeToControllerChannelManager sends one request at a time; a
+    timeout closes the connection and takes its request and response with it (F-16, F-19).
+    KIP-919: "the controller will send a ControllerRegistrationRequest" -- one registration,
+    answered once, not a stream of duplicates."""
+    if not cfg.registration or cfg.mode != KRAFT:
+        return True
+    for c in cfg.controllers():
+        node = s.nodes[c]
+        if not node.alive:
+            continue
+        inc = node.incarnation
+        k = sum(1 for m in s.network
+                if (m.kind == REGISTRATION_REQUEST and m.src == c and m.a == inc)
+                or (m.kind == REGISTRATION_RESPONSE and m.dst == c and m.b == inc))
+        k += sum(1 for _, r in s.quorum.uncommitted
+                 if r and r.how == REPLY_REGISTRATION and r.to == c and r.key == inc)
+        if k > 1:
+            return False
+    return True
 
 # ------------------------------------------------------------------------------------------
 # P4 forwarding-authorization
@@ -578,6 +606,8 @@ PROPERTIES = (
               Clause("registered-if-log-agrees", ALWAYS, registered_if_log_agrees),
               Clause("registration-names-incarnation-it-ran", ALWAYS,
                      registration_names_incarnation_it_ran),
+              Clause("one-registration-request-outstanding", ALWAYS,
+                     one_registration_request_outstanding),
               Clause("registration-carries-current-incarnation", QUIESCENT,
                      registration_carries_current_incarnation))),
     Property("P4", "forwarding-authorization",

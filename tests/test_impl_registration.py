@@ -231,8 +231,9 @@ def test_reregisters_after_late_record_of_old_incarnation():
 
 
 def test_kafka_3_7_drops_the_check_while_pending():
-    """The model's registration-no-recheck-after-success finding: Kafka (3.7.0-3.8.0, trunk) drops the check
-    that found an RPC pending, and success re-checks nothing (R-9): the old incarnation stays."""
+    """The model's registration-no-recheck-after-success finding: Kafka (3.7.0-3.8.0, trunk)
+    drops the check that found an RPC pending, and success re-checks nothing (R-9): the old
+    incarnation stays."""
     quorum, new, channel, current, reply = restart_scenario(kafka_drops_check_while_pending=True)
     new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))
     new.on_metadata_update(quorum.node_replays_record(2), quorum.image(2))

@@ -150,6 +150,24 @@ def effect_reforward_forwarded():
                                       pidx("zk-forward-zombie", "broker"))]
 
 
+def effect_not_controller_unanswered():
+    """B1 resigned when B2's EnvelopeRequest arrives: shipped, it answers NOT_CONTROLLER (and
+    B2 re-queues at once); the variant consumes the request and sends nothing, so B2's item
+    stays in flight until its network timeout."""
+    pre, good, bad = both("zk-forward-zombie", "not-controller-unanswered",
+                          ZK_FORWARD + [S("zk_expires_session", 0),
+                                        S("broker_elects_controller", 1),
+                                        S("broker_handles_session_expiry", 0)],
+                          TO_B1)
+    assert not pre.nodes[0].zk_active
+    internal = lidx("zk-forward-zombie", "INTERNAL")
+    assert new_msgs(pre, good) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0,
+                                       kafka.NOT_CONTROLLER, kafka.NONE)]
+    assert new_msgs(pre, bad) == [] and len(bad.network) == len(pre.network) - 1
+    assert bad.nodes[1].channel.inflight == pre.nodes[1].channel.inflight
+    assert bad.clients == pre.clients and bad.nodes == pre.nodes
+
+
 # ------------------------------------------------------------------------------------------
 # kraft-forward-leader-change: B1 forwards A1's CreateTopics; C1 leads, C2/C3 (v5) can take over
 
@@ -456,6 +474,7 @@ EFFECTS = {
     "registration-never-confirmed": effect_registration_never_confirmed,
     "describe-controllers-from-voters": effect_describe_controllers_from_voters,
     "controller-describe-without-alter": effect_controller_describe_without_alter,
+    "not-controller-unanswered": effect_not_controller_unanswered,
 }
 
 

@@ -17,10 +17,11 @@ from properties.trace import Trace, replay
 SEEDED = [v for v in VARIANTS.values() if v.kind == "seeded"]
 
 
-def test_nineteen_seeded_variants_cover_every_property():
-    assert len(SEEDED) == 19
+def test_twenty_seeded_variants_cover_every_property():
+    assert len(SEEDED) == 20
     broken = {p for v in SEEDED for p in v.breaks}
-    assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "L1", "SETTLE"} <= broken
+    assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "L1", "SETTLE",
+            "PROGRESS"} <= broken
 
 
 # variants that break a whole-graph check (SETTLE, DEADLOCK) are tested in tests/test_settle.py
@@ -81,8 +82,8 @@ def test_l1_quiescent_clause_breaks_when_a_request_is_dropped():
 
 
 def test_registration_finding_reproduces_kafka_race():
-    """Kafka's ControllerRegistrationManager (3.7.0-3.8.0, trunk): the old incarnation's record lands while
-    the new RPC is pending; the check is dropped and never redone."""
+    """Kafka's ControllerRegistrationManager (3.7.0-3.8.0, trunk): the old incarnation's record
+    lands while the new RPC is pending; the check is dropped and never redone."""
     spec = KafkaSpec.named("kraft-registration", "registration-no-recheck-after-success")
     result = explore(spec)
     assert result.violation == "P3"

@@ -294,7 +294,8 @@ def _receive_envelope(S: Sym, cfg: ModelConfig, d: Design, r: int, req, version,
         checks.append((Not(sender_ca),
                        _send_reply(S, cfg, r, reply, kafka.CLUSTER_AUTHORIZATION_FAILED, 0)))
         not_active = Not(S.node(r, "zk_active"))                                       # F-26
-        refused = _send_reply(S, cfg, r, reply, kafka.NOT_CONTROLLER, kafka.NONE)
+        refused = S if d.not_controller_unanswered else _send_reply(
+            S, cfg, r, reply, kafka.NOT_CONTROLLER, kafka.NONE)
         if d.reforward_forwarded and reply["how"] == REPLY_ENVELOPE:
             p = S.node(r, "known_controller")
 

@@ -16,7 +16,8 @@ from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_REC
                          NO_TIME, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION)
 from properties.symbolic.actions import _item_timeout
-from properties.symbolic.props import _latest_registration, log_appended_by_current_leader
+from properties.symbolic.props import (_latest_registration, log_appended_by_current_leader,
+                                      registration_traffic)
 from properties.symbolic.state import And, Sym, _cap_of
 
 
@@ -330,23 +331,9 @@ def _on_open_connection(S: Sym, c: int, peer):
 def _registration_traffic_on_open_connection(S: Sym, cfg, d):
     parts = []
     for c in _registration_controllers(S, cfg):
-        inc, alive = S.node(c, "incarnation"), S.node(c, "alive")
-        on = []                 # (condition, the peer at the other end)
-        for j in range(S.lay.cap.network):
-            m = S.msg(j)
-            here = S[f"net.{j}.present"]
-            on.append((z3.And(here, m["kind"] == REGISTRATION_REQUEST, m["src"] == c,
-                              m["a"] == inc), m["dst"]))
-            on.append((z3.And(here, m["kind"] == REGISTRATION_RESPONSE, m["dst"] == c,
-                              m["b"] == inc), m["src"]))
-        for k, used in S.seq_items("q.uncommitted"):
-            p = f"q.uncommitted.{k}."
-            on.append((z3.And(used, S[p + "has_reply"], S[p + "reply_how"] == REPLY_REGISTRATION,
-                              S[p + "reply_to"] == c, S[p + "reply_key"] == inc), S["q.leader"]))
+        alive = S.node(c, "alive")
         parts += [z3.Implies(z3.And(alive, cond), _on_open_connection(S, c, peer))
-                  for cond, peer in on]
-        # one request at a time: its request, the reply waiting for its record, or its response
-        parts.append(z3.Implies(alive, z3.AtMost(*(cond for cond, _ in on), 1)))
+                  for cond, peer in registration_traffic(S, c)]
     return And(*parts)
 
 

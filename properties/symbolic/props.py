@@ -12,7 +12,8 @@ import z3
 
 from model import kafka
 from model.config import KRAFT, ZK, Design, ModelConfig
-from model.state import ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER
+from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER,
+                         REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_REGISTRATION)
 from properties import registry
 from properties.symbolic.actions import _epoch_holder
 from properties.symbolic.state import FALSE, TRUE, And, Eq, If, Not, Or, Sym
@@ -167,6 +168,34 @@ def registration_carries_current_incarnation(S: Sym, cfg: ModelConfig, d: Design
     return z3.Implies(And(Not(Eq(leader, NO_NODE)), S.node(leader, "alive")), And(*parts))
 
 
+def registration_traffic(S: Sym, c: int) -> list:
+    """(condition, the peer at the other end) for each place a registration RPC of controller
+    ``c``'s current incarnation can be: a request in the network, the reply the leader holds
+    with the record it appended, a response in the network."""
+    inc = S.node(c, "incarnation")
+    on = []
+    for j in range(S.lay.cap.network):
+        m = S.msg(j)
+        here = S[f"net.{j}.present"]
+        on.append((And(here, m["kind"] == REGISTRATION_REQUEST, m["src"] == c, m["a"] == inc),
+                   m["dst"]))
+        on.append((And(here, m["kind"] == REGISTRATION_RESPONSE, m["dst"] == c, m["b"] == inc),
+                   m["src"]))
+    for k, used in S.seq_items("q.uncommitted"):
+        p = f"q.uncommitted.{k}."
+        on.append((And(used, S[p + "has_reply"], S[p + "reply_how"] == REPLY_REGISTRATION,
+                       S[p + "reply_to"] == c, S[p + "reply_key"] == inc), S["q.leader"]))
+    return on
+
+
+def one_registration_request_outstanding(S: Sym, cfg: ModelConfig, d: Design):
+    if not cfg.registration or cfg.mode != KRAFT:
+        return TRUE
+    return And(*(z3.Implies(S.node(c, "alive"),
+                            z3.AtMost(*(cond for cond, _ in registration_traffic(S, c)), 1))
+                 for c in cfg.controllers()))
+
+
 def _applied(S: Sym, cfg: ModelConfig):
     """(in use, client index, via envelope, privileged, sender had CLUSTER_ACTION)."""
     if cfg.mode == ZK:
@@ -198,8 +227,8 @@ CLAUSES = {f.__name__.replace("_", "-"): f for f in (
     log_appended_by_current_leader, envelope_never_nested,
     forward_ends_by_deadline, forwarder_forgets_not_controller, registered_only_if_log_agrees,
     registered_if_log_agrees, registration_names_incarnation_it_ran,
-    registration_carries_current_incarnation, mutations_authorized_as_client,
-    envelopes_only_from_trusted_senders)}
+    one_registration_request_outstanding, registration_carries_current_incarnation,
+    mutations_authorized_as_client, envelopes_only_from_trusted_senders)}
 
 SUPPORTED = ("P1", "P2", "P3", "P4")
 

@@ -1,0 +1,170 @@
+"""What PROGRESS (properties/graphcheck.py) asks of a Kafka state: which client requests a
+healthy cluster still owes a real answer, and which have one.
+
+KIP-590: the broker forwards an admin mutation to the controller inside an EnvelopeRequest and
+"the response will be sent back to the client"; NOT_CONTROLLER is retried "until timeout".
+The timeout ends the wait of a client whose cluster failed it; it is not a way to answer one
+whose cluster did not.  So, as a possibility (the model's clock may always run out a deadline,
+so "never times out" is not a safety fact): in a **healthy** cluster, a client still waiting
+**within its deadline** can get an answer that is not REQUEST_TIMED_OUT **without any further
+fault** (``model.next.is_fault``).  The graph check decides it by backward reachability over
+the explored graph's progress transitions.
+
+Healthy: every node is up, no ZooKeeper session has expired unbeknown to its node, and (ZK)
+the broker that owns ``/controller`` can read an EnvelopeRequest: a principal builder without
+KafkaPrincipalSerde makes it close every envelope connection (F-23), and the forwarder then
+retries until its deadline -- Kafka's behaviour for that misconfiguration, not a lost answer.
+Within its deadline: less than the forward timeout since the client sent (F-17), the bound a
+queued forward has; a direct request to a controller has no deadline in the model.
+
+The same holds for a controller's ControllerRegistrationRequest (R-6: the response clears
+``pendingRpc``; ``onTimeout`` is the failure path): in a healthy cluster, an RPC that is
+pending, whose request, reply or response is not lost (a dropped message or a crashed peer
+leaves only the timeout) and whose channel has nothing due, can be completed by its response
+without a fault **and without a timeout**; a controller whose principal lacks CLUSTER_ACTION
+is refused (R-12) and is not owed a success.  Completed: no RPC pending, no backoff timer (an
+error response or a timeout sets one, R-7) and nothing of it left on the channel.
+
+Goals: one per client (``c``), then one per registering controller.  ``marks`` sets bit
+``2 * g`` when goal ``g`` is owed and bit ``2 * g + 1`` when it is met; ``strict(cfg)`` says
+which goals may not use a timeout; ``edge(state, step)`` classifies a transition (``ORDINARY``,
+``FAULT``, ``TIMEOUT``).
+"""
+from __future__ import annotations
+
+from model import kafka
+from model import next as model_next
+from model.actions import _on_connection, expired_item
+from model.config import KRAFT, ZK, Design, ModelConfig
+from model.state import NO_NODE, NO_TIME, REGISTRATION, REPLY_REGISTRATION, State
+
+__all__ = ["ORDINARY", "FAULT", "TIMEOUT", "healthy", "owed", "answered", "registration_owed",
+           "registration_done", "marks", "strict", "edge", "goal_names", "describe_goal"]
+
+ORDINARY, FAULT, TIMEOUT = 0, 1, 2      # edge classes (one byte per transition)
+
+
+def healthy(s: State, cfg: ModelConfig) -> bool:
+    """Every node up, no session expired unbeknown to its node, and (ZK) the owner of
+    /controller able to read envelopes (F-23)."""
+    for node in s.nodes:
+        if not node.alive or node.session_expired:
+            return False
+    if cfg.mode == ZK:
+        owner = s.zk.controller
+        if owner != NO_NODE and not cfg.nodes[owner].principal_serde:
+            return False
+    return True
+
+
+def owed(s: State, cfg: ModelConfig, d: Design, c: int) -> bool:
+    """Client ``c`` has sent its request, has no answer yet, and (forwarded) is within the
+    forward timeout counted from its send (F-17)."""
+    cl = s.clients[c]
+    if not cl.sent or cl.responses:
+        return False
+    if cl.forwarded and cl.sent_at != NO_TIME and s.now - cl.sent_at >= cfg.forward_timeout:
+        return False
+    return True
+
+
+def answered(s: State, c: int) -> bool:
+    """Client ``c`` has an answer that is not REQUEST_TIMED_OUT."""
+    r = s.clients[c].responses
+    return bool(r) and r[0].code != kafka.REQUEST_TIMED_OUT
+
+
+def _registration_controllers(cfg: ModelConfig) -> tuple:
+    if not cfg.registration or cfg.mode != KRAFT:
+        return ()
+    return tuple(cfg.controllers())
+
+
+def _rpc_not_lost(s: State, c: int, item) -> bool:
+    """Controller ``c``'s registration ``item`` in flight still has its request or response in
+    the network, or the leader holds its reply."""
+    if any(_on_connection(m, c, item) for m in s.network):
+        return True
+    return any(r and r.how == REPLY_REGISTRATION and r.to == c and r.key == item.key
+               for _, r in s.quorum.uncommitted)
+
+
+def registration_owed(s: State, cfg: ModelConfig, d: Design, c: int) -> bool:
+    """Controller ``c`` has a registration RPC pending that a healthy cluster can complete:
+    its principal may register (R-12), nothing on its channel is due, and the RPC is queued
+    or in flight with its messages not lost."""
+    node = s.nodes[c]
+    if not node.alive or not node.pending_rpc:
+        return False
+    if not cfg.allows(cfg.nodes[c].principal, kafka.CLUSTER_ACTION):
+        return False
+    if expired_item(s, cfg, d, c) is not None:
+        return False
+    item = node.channel.inflight
+    if item and item.kind == REGISTRATION:
+        return _rpc_not_lost(s, c, item)
+    return any(i.kind == REGISTRATION for i in node.channel.queue)
+
+
+def registration_done(s: State, c: int) -> bool:
+    """No RPC pending, no backoff timer, and no registration left on its channel."""
+    node = s.nodes[c]
+    ch = node.channel
+    return (node.alive and not node.pending_rpc and node.retry_at == NO_TIME
+            and not (ch.inflight and ch.inflight.kind == REGISTRATION)
+            and not any(i.kind == REGISTRATION for i in ch.queue))
+
+
+def marks(s: State, cfg: ModelConfig, d: Design) -> int:
+    """Bit 2g: goal g is owed by a healthy cluster; bit 2g+1: it is met."""
+    m = 0
+    ok = None
+    k = len(s.clients)
+    for c in range(k):
+        if answered(s, c):
+            m |= 2 << (2 * c)
+        elif owed(s, cfg, d, c):
+            if ok is None:
+                ok = healthy(s, cfg)
+            if ok:
+                m |= 1 << (2 * c)
+    for g, c in enumerate(_registration_controllers(cfg), k):
+        if registration_done(s, c):
+            m |= 2 << (2 * g)
+        elif registration_owed(s, cfg, d, c):
+            if ok is None:
+                ok = healthy(s, cfg)
+            if ok:
+                m |= 1 << (2 * g)
+    return m
+
+
+def strict(cfg: ModelConfig) -> tuple:
+    """Per goal: True where the goal may not be met through a timeout (a registration RPC:
+    its timeout is its failure path)."""
+    return (False,) * len(cfg.clients) + (True,) * len(_registration_controllers(cfg))
+
+
+def edge(s: State, cfg: ModelConfig, st) -> int:
+    if model_next.is_fault(s, cfg, st):
+        return FAULT
+    return TIMEOUT if st.action == "channel_times_out_request" else ORDINARY
+
+
+def goal_names(cfg: ModelConfig) -> tuple:
+    return tuple(f"{spec.name}'s {kafka.API_NAMES.get(spec.api, 'request')}"
+                 for spec in cfg.clients) + tuple(
+        f"{cfg.nodes[c].name}'s ControllerRegistrationRequest"
+        for c in _registration_controllers(cfg))
+
+
+def describe_goal(cfg: ModelConfig, goal: int) -> str:
+    if goal < len(cfg.clients):
+        spec = cfg.clients[goal]
+        return (f"client {spec.name} waits for its {kafka.API_NAMES.get(spec.api, 'request')} "
+                f"within its deadline in a healthy cluster, and no path without a fault gives "
+                f"it an answer other than REQUEST_TIMED_OUT")
+    c = _registration_controllers(cfg)[goal - len(cfg.clients)]
+    return (f"{cfg.nodes[c].name}'s ControllerRegistrationRequest is pending in a healthy "
+            f"cluster with its messages not lost, and no path without a fault or a timeout "
+            f"completes it with its response")
