@@ -69,6 +69,7 @@ class KafkaSpec:
         # the model's view of the design: watched where a flag is on (a cheap wrapper: only
         # variants pay for it)
         self._model_design = watched(design) if self._flags_on else design
+        self._progress_goals = progress.goals(cfg)
 
     def flags_unreached(self) -> tuple:
         """The flags that are on and that no step taken so far has read: their branches were
@@ -127,7 +128,7 @@ class KafkaSpec:
     def progress_marks(self, state) -> int:
         """PROGRESS's goal marks (properties/progress.py): per client and per registering
         controller, owed by a healthy cluster / met."""
-        return progress.marks(state, self.cfg, self.design)
+        return progress.marks(state, self.cfg, self.design, self._progress_goals)
 
     def progress_edge(self, state, st) -> int:
         """A transition's class for PROGRESS: ordinary, a fault or a timeout."""

@@ -39,7 +39,7 @@ from model.config import KRAFT, ZK, Design, ModelConfig
 from model.state import NO_NODE, NO_TIME, REGISTRATION, REPLY_REGISTRATION, State
 
 __all__ = ["ORDINARY", "FAULT", "TIMEOUT", "healthy", "owed", "answered", "registration_owed",
-           "registration_done", "marks", "strict", "edge", "goal_names", "describe_goal"]
+           "registration_done", "goals", "marks", "strict", "edge", "describe_goal"]
 
 ORDINARY, FAULT, TIMEOUT = 0, 1, 2      # edge classes (one byte per transition)
 
@@ -115,23 +115,22 @@ def registration_done(s: State, c: int) -> bool:
             and not any(i.kind == REGISTRATION for i in ch.queue))
 
 
-def marks(s: State, cfg: ModelConfig, d: Design) -> int:
-    """Bit 2g: goal g is owed by a healthy cluster; bit 2g+1: it is met."""
+def goals(cfg: ModelConfig) -> tuple:
+    """The goals in order, as ``(is a controller, index)``: the clients, then the registering
+    controllers."""
+    return (tuple((False, c) for c in range(len(cfg.clients)))
+            + tuple((True, c) for c in _registration_controllers(cfg)))
+
+
+def marks(s: State, cfg: ModelConfig, d: Design, goal_list: tuple | None = None) -> int:
+    """Bit 2g: goal g is owed by a healthy cluster; bit 2g+1: it is met.  ``goal_list``:
+    ``goals(cfg)``, passed in by a caller that asks for many states."""
     m = 0
     ok = None
-    k = len(s.clients)
-    for c in range(k):
-        if answered(s, c):
-            m |= 2 << (2 * c)
-        elif owed(s, cfg, d, c):
-            if ok is None:
-                ok = healthy(s, cfg)
-            if ok:
-                m |= 1 << (2 * c)
-    for g, c in enumerate(_registration_controllers(cfg), k):
-        if registration_done(s, c):
+    for g, (controller, i) in enumerate(goals(cfg) if goal_list is None else goal_list):
+        if registration_done(s, i) if controller else answered(s, i):
             m |= 2 << (2 * g)
-        elif registration_owed(s, cfg, d, c):
+        elif registration_owed(s, cfg, d, i) if controller else owed(s, cfg, d, i):
             if ok is None:
                 ok = healthy(s, cfg)
             if ok:
@@ -149,13 +148,6 @@ def edge(s: State, cfg: ModelConfig, st) -> int:
     if model_next.is_fault(s, cfg, st):
         return FAULT
     return TIMEOUT if st.action == "channel_times_out_request" else ORDINARY
-
-
-def goal_names(cfg: ModelConfig) -> tuple:
-    return tuple(f"{spec.name}'s {kafka.API_NAMES.get(spec.api, 'request')}"
-                 for spec in cfg.clients) + tuple(
-        f"{cfg.nodes[c].name}'s ControllerRegistrationRequest"
-        for c in _registration_controllers(cfg))
 
 
 def describe_goal(cfg: ModelConfig, goal: int) -> str:

@@ -697,6 +697,8 @@ RELEVANT_FIELDS = {
     "registered-only-if-log-agrees": ("registrations", "metadata-log"),
     "registered-if-log-agrees": ("registrations", "metadata-log"),
     "registration-names-incarnation-it-ran": ("registrations", "metadata-log"),
+    "one-registration-request-outstanding": ("network", "controller-channels", "metadata-log",
+                                             "registrations"),
     "registration-carries-current-incarnation": ("active-controller", "registrations",
                                                  "metadata-log", "controller-channels"),
     "mutations-authorized-as-client": ("applied-mutations", "client-responses"),
