@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from model import kafka
 from model import next as model_next
-from model.actions import _on_connection, expired_item
 from model.config import KRAFT, ZK, Design, ModelConfig
-from model.state import NO_NODE, NO_TIME, REGISTRATION, REPLY_REGISTRATION, State
+from model.state import (FORWARD, NO_NODE, NO_TIME, REGISTRATION, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, REPLY_REGISTRATION, State)
 
 __all__ = ["ORDINARY", "FAULT", "TIMEOUT", "healthy", "owed", "answered", "registration_owed",
            "registration_done", "goals", "marks", "strict", "edge", "describe_goal"]
@@ -80,13 +80,38 @@ def _registration_controllers(cfg: ModelConfig) -> tuple:
     return tuple(cfg.controllers())
 
 
+# The check states Kafka's rules itself rather than calling the model's helpers: a design
+# mutant of model/actions.py must not change what PROGRESS asks.
+
 def _rpc_not_lost(s: State, c: int, item) -> bool:
     """Controller ``c``'s registration ``item`` in flight still has its request or response in
     the network, or the leader holds its reply."""
-    if any(_on_connection(m, c, item) for m in s.network):
+    inc = item.key
+    if any((m.kind == REGISTRATION_REQUEST and m.src == c and m.a == inc)
+           or (m.kind == REGISTRATION_RESPONSE and m.dst == c and m.b == inc)
+           for m in s.network):
         return True
-    return any(r and r.how == REPLY_REGISTRATION and r.to == c and r.key == item.key
+    return any(r and r.how == REPLY_REGISTRATION and r.to == c and r.key == inc
                for _, r in s.quorum.uncommitted)
+
+
+def _something_due(s: State, cfg: ModelConfig, d: Design, c: int) -> bool:
+    """Node ``c``'s channel must time an item out now: the one in flight past its network
+    timeout, or the queue's head past its retry timeout (F-16, F-17, F-19)."""
+    def timeout(item):
+        if item.kind == FORWARD:
+            return None if d.forward_without_deadline else cfg.forward_timeout
+        return None if d.registration_without_deadline else cfg.registration_timeout
+    ch = s.nodes[c].channel
+    if ch.inflight:
+        t = timeout(ch.inflight)
+        if t is not None and s.now - ch.inflight.sent >= t:
+            return True
+    if ch.queue:
+        t = timeout(ch.queue[0])
+        if t is not None and s.now - ch.queue[0].created >= t:
+            return True
+    return False
 
 
 def registration_owed(s: State, cfg: ModelConfig, d: Design, c: int) -> bool:
@@ -98,7 +123,7 @@ def registration_owed(s: State, cfg: ModelConfig, d: Design, c: int) -> bool:
         return False
     if not cfg.allows(cfg.nodes[c].principal, kafka.CLUSTER_ACTION):
         return False
-    if expired_item(s, cfg, d, c) is not None:
+    if _something_due(s, cfg, d, c):
         return False
     item = node.channel.inflight
     if item and item.kind == REGISTRATION:
