@@ -161,7 +161,8 @@ def cmd_explore(args) -> int:
         if getattr(result, "graph_checked", False):
             print(f"SETTLE and DEADLOCK hold: every state can reach a settled one, and none is "
                   f"deadlocked; PROGRESS holds: a healthy cluster can answer every client "
-                  f"waiting within its deadline without a fault (graph "
+                  f"waiting within its deadline and complete every pending registration RPC "
+                  f"without a fault (graph "
                   f"{result.graph_bytes / 1e6:.1f} MB)", file=out)
         if unreached:
             print(f"indistinguishable from the correct design on {spec.cfg.name}: the branch "

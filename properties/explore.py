@@ -122,7 +122,7 @@ class ExploreResult:
     visited_bytes: int = 0             # the permanent storage behind bytes_per_state
     fingerprints: Any = None           # keep_fingerprints: every stored fingerprint, sorted
     # whole-graph checks (properties/graphcheck.py): run only on complete explorations
-    graph_checked: bool = False        # SETTLE and DEADLOCK were decided
+    graph_checked: bool = False        # SETTLE, DEADLOCK (and PROGRESS) were decided
     graph_violation: str | None = None  # "SETTLE", "DEADLOCK" or "PROGRESS"
     graph_trace: tuple = ()            # shortest steps to the first stuck/deadlocked state
     graph_initial_index: int | None = None

@@ -70,7 +70,8 @@ from itertools import accumulate, chain
 from typing import NamedTuple
 
 __all__ = ["SETTLE", "DEADLOCK", "PROGRESS", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
-           "GraphRecorder", "status_of", "check", "stuck_loop", "replay_check", "can_settle"]
+           "GraphRecorder", "status_of", "check", "stuck_loop", "replay_check", "can_settle",
+           "owed_goals", "example_path"]
 
 SETTLE = "SETTLE"
 DEADLOCK = "DEADLOCK"
@@ -87,8 +88,9 @@ GRAPH_CHECKS = {
     PROGRESS: ("healthy-cluster-answers",
                "in a healthy cluster (every node up, no session expired, a controller that can "
                "read envelopes) a client still waiting within its deadline can get an answer "
-               "other than REQUEST_TIMED_OUT without any further fault (AG (owed -> EF "
-               "answered) over progress steps)"),
+               "other than REQUEST_TIMED_OUT, and a pending registration RPC whose messages are "
+               "not lost can be completed by its response, without any further fault (AG "
+               "(owed -> EF met) over progress steps)"),
 }
 # a state's status (one byte per state in GraphRecorder.status)
 OPEN, SETTLED, DEADLOCKED = 0, 1, 2
@@ -210,6 +212,19 @@ def check(rec: GraphRecorder, fp_levels):
     return _progress(rec, tgt)
 
 
+MAX_GOALS = 32                              # goal marks: two bits per goal in 64 bits
+
+
+def owed_goals(marks: int) -> list:
+    """The goals a state's marks say are owed (bit 2g)."""
+    return [g for g in range(MAX_GOALS) if marks >> (2 * g) & 1]
+
+
+def _is_strict(strict: tuple, goal: int) -> bool:
+    """May goal ``goal`` not be met through a timeout?"""
+    return goal < len(strict) and bool(strict[goal])
+
+
 def _progress(rec: GraphRecorder, tgt):
     """PROGRESS: for each goal, every state that owes it reaches one where it is met along
     transitions that are not faults (nor timeouts, for a strict goal)."""
@@ -219,13 +234,13 @@ def _progress(rec: GraphRecorder, tgt):
     every = 0
     for m in marks:
         every |= m
-    goals = [g for g in range(32) if every >> (2 * g) & 1]
+    goals = owed_goals(every)
     if not goals:
         return None
     n = len(marks)
     adjacency = {}                          # strict? -> reversed adjacency over allowed edges
     for g in goals:
-        strict = g < len(rec.strict) and rec.strict[g]
+        strict = _is_strict(rec.strict, g)
         if strict not in adjacency:
             allowed = rec.edge.translate(_ORDINARY if strict else _NOT_FAULT)
             adjacency[strict] = _reversed(n, rec.offsets, tgt, allowed)
@@ -408,8 +423,7 @@ class _FaultFree(_From):
     def __init__(self, spec, start, goal: int):
         super().__init__(spec, start)
         self._done = 2 << (2 * goal)
-        strict = spec.progress_strict()
-        self._allowed = (0,) if goal < len(strict) and strict[goal] else (0, 2)
+        self._allowed = (0,) if _is_strict(spec.progress_strict(), goal) else (0, 2)
 
     def successors(self, state):
         return [(st, s) for st, s in self._spec.successors(state)
@@ -432,10 +446,11 @@ def goal_met_without_fault(spec, start, goal: int, max_states: int = CAN_SETTLE_
 def _replay_progress(spec, end, max_states):
     """PROGRESS: in the last state some goal is owed, and no path without a fault meets it."""
     marks = spec.progress_marks(end)
-    owed = [g for g in range(32) if marks >> (2 * g) & 1]
+    owed = owed_goals(marks)
     if not owed:
         return GraphReplay(False, "the last state owes nothing (no client waits within its "
-                           "deadline in a healthy cluster)", ())
+                           "deadline, and no registration RPC is pending, in a healthy "
+                           "cluster)", ())
     unsure = None
     for g in owed:
         met = goal_met_without_fault(spec, end, g, max_states)
@@ -448,8 +463,8 @@ def _replay_progress(spec, end, max_states):
     if unsure is not None:
         return GraphReplay(None, f"no answer within {max_states:,} states explored from the "
                            f"last state: inconclusive", ())
-    return GraphReplay(False, "every client owed an answer in the last state can still get "
-                       "one without a fault", ())
+    return GraphReplay(False, "every goal owed in the last state can still be met without "
+                       "a fault", ())
 
 
 class GraphReplay(NamedTuple):

@@ -142,9 +142,14 @@ def registration_done(s: State, c: int) -> bool:
 
 def goals(cfg: ModelConfig) -> tuple:
     """The goals in order, as ``(is a controller, index)``: the clients, then the registering
-    controllers."""
-    return (tuple((False, c) for c in range(len(cfg.clients)))
-            + tuple((True, c) for c in _registration_controllers(cfg)))
+    controllers (at most ``graphcheck.MAX_GOALS``: two bits each in a 64-bit mark)."""
+    from properties.graphcheck import MAX_GOALS
+    out = (tuple((False, c) for c in range(len(cfg.clients)))
+           + tuple((True, c) for c in _registration_controllers(cfg)))
+    if len(out) > MAX_GOALS:
+        raise ValueError(f"{cfg.name}: {len(out)} PROGRESS goals (clients and registering "
+                         f"controllers); at most {MAX_GOALS} fit the explorer's goal marks")
+    return out
 
 
 def marks(s: State, cfg: ModelConfig, d: Design, goal_list: tuple | None = None) -> int:
