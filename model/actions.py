@@ -666,12 +666,27 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
     if metadata_version(s) < kafka.MV_3_7_IV0:
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
+    # R-15: the record copies the IncarnationId the controller chose; the variant numbers a
+    # re-registration of the registered incarnation anew, as if it were a broker epoch
+    incarnation = m.a
+    if d.registration_bumps_same_incarnation and m.a == _registered_incarnation(q, m.src):
+        incarnation = m.a + 1
     # sender_cluster_action is a ghost (P9 reads it; no step does): what the ACLs say of the
     # connection's principal, looked up afresh rather than taken from the check above
-    record = Record(REGISTER_CONTROLLER, m.src, m.a, q.epoch, r,
+    record = Record(REGISTER_CONTROLLER, m.src, incarnation, q.epoch, r,
                     sender_cluster_action=cfg.allows(cfg.principal_names[m.sender_principal],
                                                      kafka.CLUSTER_ACTION))
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
+
+
+def _registered_incarnation(q, c: int) -> int | None:
+    """The incarnation of controller c's registration as the active controller holds it: the
+    last RegisterControllerRecord for c it appended, committed or not (R-18: last wins)."""
+    inc = None
+    for rec in q.log + tuple(rec for rec, _ in q.uncommitted):
+        if rec.kind == REGISTER_CONTROLLER and rec.a == c:
+            inc = rec.b
+    return inc
 
 
 def controller_handles_registration_response(s: State, cfg: ModelConfig, d: Design,

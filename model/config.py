@@ -194,6 +194,7 @@ class Design:
     describe_controllers_from_voters: bool = False
     controller_describe_without_alter: bool = False
     not_controller_unanswered: bool = False
+    registration_bumps_same_incarnation: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -349,6 +350,16 @@ VARIANTS = {v.name: v for v in (
             "KIP-590: 'If the top level error code is NOT_CONTROLLER, retry until timeout' (the "
             "forwarder must be told to retry); F-26 (KafkaApis answers NOT_CONTROLLER)",
             ("PROGRESS",), ("not_controller_unanswered",), "zk-forward-zombie"),
+    Variant("registration-bumps-same-incarnation",
+            "the active controller numbers a ControllerRegistrationRequest for the incarnation "
+            "already registered as a new registration, as it numbers broker epochs, and records "
+            "the next incarnation instead of the one the request carries: the log names an "
+            "incarnation the controller never ran until its manager notices and re-registers",
+            "KIP-919: 'There is also no epoch - the incarnation ID, chosen by the controller "
+            "itself, is what we use'; R-15 (the record copies IncarnationId); unconditional "
+            "broker-epoch bumps on re-registration have shipped as Kafka bugs",
+            ("P3",), ("registration_bumps_same_incarnation",),
+            "kraft-registration-leader-change"),
 )}
 
 

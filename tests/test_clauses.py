@@ -23,6 +23,7 @@ ONLY_CATCHER = {
     "active-controller-won-its-epoch": "election-keeps-epoch",
     "zk-writes-by-epoch-holder": "brokers-write-zk-under-controller-epoch",
     "registered-if-log-agrees": "registration-never-confirmed",
+    "registration-names-incarnation-it-ran": "registration-bumps-same-incarnation",
     "controller-describe-lists-registered-controllers": "describe-controllers-from-voters",
     "controller-describe-requires-alter": "controller-describe-without-alter",
 }

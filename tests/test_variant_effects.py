@@ -13,9 +13,9 @@ from model.actions import advertised_version
 from model.config import VARIANTS, Design
 from model.configs import CONFIGS
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD,
-                         NO_NODE, REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE,
-                         REPLY_CLIENT, REPLY_ENVELOPE, Event, Item, Msg, Record, Reply, Response,
-                         Write)
+                         NO_NODE, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, Event, Item, Msg,
+                         Record, Reply, Response, Write)
 from model.step import Step
 
 CORRECT = Design()
@@ -340,6 +340,23 @@ def effect_registration_never_confirmed():
     assert bad.nodes[1].replayed == good.nodes[1].replayed == pre.nodes[1].replayed + 1
 
 
+def effect_registration_bumps_same_incarnation():
+    """C2's registration (incarnation 0) is committed but C1 crashes before answering; C2
+    becomes the active controller and its channel resends the same request to itself:
+    shipped, the record copies the request's incarnation (R-15); the variant records the next
+    one, an incarnation C2 never ran."""
+    prefix = REGISTER_C2 + [S("node_crashes", 0), S("controller_becomes_leader", 1),
+                            S("channel_discovers_controller", 1), S("channel_sends_request", 1)]
+    pre, good, bad = both("kraft-registration-leader-change",
+                          "registration-bumps-same-incarnation", prefix,
+                          deliver("controller_handles_registration", REGISTRATION_REQUEST, 1, 1))
+    assert [(r.a, r.b) for r in pre.quorum.log if r.kind == REGISTER_CONTROLLER][-1] == (1, 0)
+    assert pre.nodes[1].incarnation == 0
+    assert [(r.a, r.b) for r, _ in good.quorum.uncommitted] == [(1, 0)]
+    assert [(r.a, r.b) for r, _ in bad.quorum.uncommitted] == [(1, 1)]
+    assert bad.network == good.network and bad.nodes == good.nodes
+
+
 def effect_describe_controllers_from_voters():
     """D2 asks C1 for the controllers before C2 has registered: shipped, C1 answers from the
     registrations it has replayed (R-21), its own only; the variant answers from the static
@@ -475,6 +492,7 @@ EFFECTS = {
     "describe-controllers-from-voters": effect_describe_controllers_from_voters,
     "controller-describe-without-alter": effect_controller_describe_without_alter,
     "not-controller-unanswered": effect_not_controller_unanswered,
+    "registration-bumps-same-incarnation": effect_registration_bumps_same_incarnation,
 }
 
 

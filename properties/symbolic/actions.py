@@ -668,6 +668,19 @@ def controller_sends_registration(S: Sym, cfg: ModelConfig, d: Design, c: int):
     return enabled, ite(idle, S1, sent)
 
 
+def _registered_incarnation(S: Sym, c):
+    """(found, incarnation) of controller c's registration as the active controller holds it:
+    the last RegisterControllerRecord for c in the log or appended after it (R-18)."""
+    found, inc = FALSE, z3.IntVal(0)
+    for seq in ("q.log", "q.uncommitted"):
+        for k, used in S.seq_items(seq):
+            hit = And(used, Eq(S[f"{seq}.{k}.kind"], REGISTER_CONTROLLER),
+                      Eq(S[f"{seq}.{k}.a"], c))
+            found = Or(found, hit)
+            inc = If(hit, S[f"{seq}.{k}.b"], inc)
+    return found, inc
+
+
 def controller_handles_registration(S: Sym, cfg: ModelConfig, d: Design, j: int):
     if cfg.mode != KRAFT:       # registrations exist in KRaft mode only
         return FALSE, S
@@ -676,11 +689,17 @@ def controller_handles_registration(S: Sym, cfg: ModelConfig, d: Design, j: int)
     S1 = S.net_remove_slot(j)
     reply = _reply_dict(REPLY_REGISTRATION, m["src"], m["a"], m["listener"])
 
+    incarnation = m["a"]
+    if d.registration_bumps_same_incarnation:
+        found, current = _registered_incarnation(S1, m["src"])
+        incarnation = If(And(found, Eq(current, m["a"])), m["a"] + 1, m["a"])
+
     def at(r):
         denied = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
         not_leader = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
         old_mv = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
-        pending = {"kind": REGISTER_CONTROLLER, "a": m["src"], "b": m["a"], "epoch": S["q.epoch"],
+        pending = {"kind": REGISTER_CONTROLLER, "a": m["src"], "b": incarnation,
+                   "epoch": S["q.epoch"],
                    "writer": r, "via_envelope": False, "sender_cluster_action": True,
                    "has_reply": True, **{f"reply_{f}": x for f, x in reply.items()}}
         appended = S1.seq_append("q.uncommitted", pending)
