@@ -356,8 +356,9 @@ VARIANTS = {v.name: v for v in (
             "the next incarnation instead of the one the request carries: the log names an "
             "incarnation the controller never ran until its manager notices and re-registers",
             "KIP-919: 'There is also no epoch - the incarnation ID, chosen by the controller "
-            "itself, is what we use'; R-15 (the record copies IncarnationId); unconditional "
-            "broker-epoch bumps on re-registration have shipped as Kafka bugs",
+            "itself, is what we use'; R-15 (the record copies IncarnationId); the broker-side "
+            "bump it mirrors shipped until KAFKA-16952 (a broker's re-registration of its "
+            "registered incarnation got a new broker epoch)",
             ("P3",), ("registration_bumps_same_incarnation",),
             "kraft-registration-leader-change"),
 )}
