@@ -4,7 +4,7 @@ in-memory network of connections bound to listeners, with fault injection.
 FoundationDB-style: everything that could vary between runs (which message is delivered
 next, when time advances, which fault strikes) is chosen by one ``random.Random(seed)``, so a
 seed replays the same run byte for byte.  The components in ``impl/`` are sans-I/O; the
-cluster (``impl/cluster.py``) wires them to this network and lists what can happen next as
+cluster (``impl/cluster/``) wires them to this network and lists what can happen next as
 ``Event``s; ``Simulation.run`` picks among them.
 
 Nothing here imports ``model`` or ``properties``.

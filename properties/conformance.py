@@ -43,7 +43,7 @@ from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FORGED_ENVELOPE as I_FO
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
 
-# The implementation bugs a test may inject (impl/cluster.py honours them): the ZK
+# The implementation bugs a test may inject (impl/cluster/ honours them): the ZK
 # controller writes without the CheckOp on /controller_epoch's zkVersion (KAFKA-6082's
 # zombie write, Z-2).
 KNOWN_BUGS = ("skip-check-op",)

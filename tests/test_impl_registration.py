@@ -600,7 +600,7 @@ def test_finding_needs_the_replay_before_the_response(kafka):
     assert quorum.registrations()[2]["IncarnationId"] == new.incarnation_id
 
 
-# The same scenario through the simulated cluster (impl/cluster.py) in lockstep with the model
+# The same scenario through the simulated cluster (impl/cluster/) in lockstep with the model
 # (properties/conformance.py): the explorer's shortest trace, and the 17-step trace the
 # stateful engine found in which C2 has replayed the whole committed log before it crashes,
 # so it restarts caught up (Kafka's MetadataLoader publishes nothing until it has caught up

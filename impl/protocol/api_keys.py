@@ -24,8 +24,15 @@ from dataclasses import dataclass
 from impl.protocol.errors import UNKNOWN_SERVER_ERROR, ProtocolError
 from impl.protocol.schema import Versions
 
+# the ids code refers to by name (``ApiKeys`` constants; the table below has them all)
 CONTROLLED_SHUTDOWN = 7
 API_VERSIONS = 18
+CREATE_TOPICS = 19
+CREATE_ACLS = 30
+INCREMENTAL_ALTER_CONFIGS = 44
+ENVELOPE = 58
+DESCRIBE_CLUSTER = 60
+CONTROLLER_REGISTRATION = 70
 
 
 @dataclass(frozen=True)

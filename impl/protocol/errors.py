@@ -15,6 +15,11 @@ layer of the codec reports the code Kafka reports at that layer:
   PRINCIPAL_DESERIALIZATION_FAILURE (97), INVALID_REQUEST (42), UNSUPPORTED_VERSION (35).
 
 ``errors_as`` is how a layer re-labels the error of the layer below, keeping it as ``__cause__``.
+
+The servers' answers use a few more codes, named here for the simulated cluster
+(``impl/cluster``): NETWORK_EXCEPTION (13, what a client's ``NetworkClient`` reports for a closed
+connection), TOPIC_AUTHORIZATION_FAILED (29) and CLUSTER_AUTHORIZATION_FAILED (31, a denied
+mutation).
 """
 from __future__ import annotations
 
@@ -23,6 +28,9 @@ from collections.abc import Iterator
 
 UNKNOWN_SERVER_ERROR = -1
 NONE = 0
+NETWORK_EXCEPTION = 13
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 PRINCIPAL_DESERIALIZATION_FAILURE = 97
@@ -30,6 +38,9 @@ PRINCIPAL_DESERIALIZATION_FAILURE = 97
 ERROR_NAMES = {
     UNKNOWN_SERVER_ERROR: "UNKNOWN_SERVER_ERROR",
     NONE: "NONE",
+    NETWORK_EXCEPTION: "NETWORK_EXCEPTION",
+    TOPIC_AUTHORIZATION_FAILED: "TOPIC_AUTHORIZATION_FAILED",
+    CLUSTER_AUTHORIZATION_FAILED: "CLUSTER_AUTHORIZATION_FAILED",
     UNSUPPORTED_VERSION: "UNSUPPORTED_VERSION",
     INVALID_REQUEST: "INVALID_REQUEST",
     PRINCIPAL_DESERIALIZATION_FAILURE: "PRINCIPAL_DESERIALIZATION_FAILURE",

@@ -1,68 +1,59 @@
-"""A simulated Kafka cluster: the reference implementation's servers wired to the
-deterministic simulator's network (``impl/sim.py``).
+"""The steps of the simulated cluster: what can happen next and what it does, in Kafka's words.
 
-Each node is a process with Kafka's parts:
+``events()`` lists the enabled steps in a fixed order (``STEPS``, then each step's candidate
+arguments); ``apply(event)`` takes one and says whether it was enabled.  Each ``_ev_<step>``
+handler decides enabledness by explicit checks -- an unknown node id, client name or message id,
+a message of the wrong kind, a dead node -- and returns False; any exception out of a handler is
+a bug in the implementation and propagates.  The handlers and the helpers only they use stand for:
 
-- every node: its ``server.properties`` validated by ``impl.config`` (L-0..L-27), listeners
-  bound to addresses, a principal it authenticates as;
-- a broker: the metadata cache's controller, a ``ForwardingManager`` on a ``ControllerChannel``
-  (F-1..F-21, table 1.6), DescribeCluster (D-2), and in ZK mode its ``KafkaController`` and the
-  EnvelopeRequest receiving side (F-22..F-27) over a shared ZooKeeper (``impl/zk_controller``);
-- a KRaft controller: a ``QuorumController`` over the shared ``RaftQuorum`` (``impl/kraft``),
-  the receiving side (F-28..F-30), DescribeCluster (D-1), and its
-  ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``.
-
-Bytes travel between nodes as ``Message``s: requests built by the channels (real
-EnvelopeRequest / ControllerRegistrationRequest bytes), responses built by the receivers.  An
-admin client's request is handled on arrival (the client link is reliable; the faults are on the
-inter-node network and in the processes).
-
-``events()`` lists what can happen next, in a fixed order; ``apply(event)`` does it and says
-whether it was enabled.  The event names are Kafka-worded steps (``channel_sends_request``,
-``controller_handles_envelope``, ``node_crashes``...) so that one adapter can line them up with
-another description of the same protocol; nothing here imports it.
+- admin clients (``KafkaAdminClient`` over a reliable link): a request handled on arrival by the
+  node it is sent to -- forwarded by a broker's ``ForwardingManager`` (F-1..F-21), handled by a
+  controller directly (D-7), written to ZooKeeper by a non-forwarding ZK broker, DescribeCluster
+  (D-1, D-2), a forged EnvelopeRequest (F-22..F-30); the version is the broker's advertised
+  intersection (F-35);
+- the controller side: the receiving side of an EnvelopeRequest (``KafkaApis.handleEnvelope``,
+  F-22..F-27; ``ControllerApis.handleEnvelopeRequest``, F-28..F-30, the inner request authorized
+  as the client), the mutation written by the ``QuorumController`` or the ZK ``KafkaController``,
+  ControllerRegistrationRequest handling (R-12..R-16);
+- the network: connections opened per (node, listener, purpose) and closed by a disconnect, a
+  network timeout (F-16) or the receiver (F-23, F-24); ``NetworkClient``'s disconnect re-queues
+  the channel's request (F-21.3);
+- time: ``clock_ticks`` and the channel deadlines due in the current tick (F-16, F-19);
+- faults (``FAULTS``, budgeted like the model's bounds): lost messages, crashes, restarts, ZK
+  session expiries, elections.
 """
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from ipaddress import ip_address
 
-from impl import config as listener_config
-from impl.channel import ControllerChannel, own_api_ranges
-from impl.cluster_config import (DESCRIBE, FORGED_ENVELOPE, KRAFT_MODE, ClientConfig,
-                                 ClusterConfig, NodeConfig)
-from impl.context import ControllerInfo, RequestContext
+from impl.channel import ControllerChannel
+from impl.cluster.observation import ClientResult
+from impl.cluster.wiring import Conn, Node
+from impl.cluster_config import DESCRIBE, FORGED_ENVELOPE, ClientConfig
+from impl.context import RequestContext
 from impl.describe_cluster import (BrokerDescribeCluster, BrokerRegistration,
                                    ControllerDescribeCluster)
-from impl.forwarding import (CLOSE, DISPATCH, KRAFT_CONTROLLER, ZK_BROKER,
-                             ClientOutcome, EnvelopeReceiver, ForwardingManager,
-                             envelope_response, error_response_body, first_error,
-                             wrap_inner_response)
-from impl.kraft import (ClusterAuthorizer, QuorumController, RaftQuorum, mutation_response,
-                        register_controller_record)
+from impl.forwarding import (CLOSE, DISPATCH, ClientOutcome, envelope_response,
+                             error_response_body, first_error, wrap_inner_response)
+from impl.kraft import mutation_response
 from impl.protocol import (build_envelope_request, encode_request, encode_response,
-                           parse_request, parse_request_header, parse_response)
+                           parse_request, parse_request_header)
+from impl.protocol.api_keys import (CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
+                                    DESCRIBE_CLUSTER, ENVELOPE, INCREMENTAL_ALTER_CONFIGS)
+from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, NETWORK_EXCEPTION, NONE,
+                                  TOPIC_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION)
 from impl.protocol.principal import KafkaPrincipal
-from impl.registration import ControllerRegistrationManager
-from impl.sim import REQUEST, RESPONSE, Event, Message, Network
-from impl.zk_controller import ZkCluster, acl_mutation, config_mutation
-
-# error codes (Errors.java)
-NONE = 0
-NETWORK_EXCEPTION = 13
-UNSUPPORTED_VERSION = 35
-NOT_CONTROLLER = 41
-CREATE_TOPICS, CREATE_ACLS, INCREMENTAL_ALTER_CONFIGS = 19, 30, 44
-ENVELOPE, DESCRIBE_CLUSTER, CONTROLLER_REGISTRATION, API_VERSIONS = 58, 60, 70, 18
-
-PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+from impl.sim import REQUEST, RESPONSE, Event, Message
+from impl.zk_controller import acl_mutation, config_mutation
 
 # the ACL each mutation needs: (operation, resource type), and the error when denied
 MUTATION_ACL = {CREATE_TOPICS: ("CREATE", "TOPIC"),
                 INCREMENTAL_ALTER_CONFIGS: ("ALTER_CONFIGS", "TOPIC"),
                 CREATE_ACLS: ("ALTER", "CLUSTER")}
-DENIED = {CREATE_TOPICS: 29, INCREMENTAL_ALTER_CONFIGS: 29, CREATE_ACLS: 31}
+DENIED = {CREATE_TOPICS: TOPIC_AUTHORIZATION_FAILED,
+          INCREMENTAL_ALTER_CONFIGS: TOPIC_AUTHORIZATION_FAILED,
+          CREATE_ACLS: CLUSTER_AUTHORIZATION_FAILED}
 CLIENT_MAX_VERSION = {CREATE_TOPICS: 7, INCREMENTAL_ALTER_CONFIGS: 1, CREATE_ACLS: 3,
                       DESCRIBE_CLUSTER: 1, ENVELOPE: 0}
 
@@ -75,366 +66,13 @@ STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_
          "controller_commits_records", "node_replays_record", "broker_handles_session_expiry",
          "broker_elects_controller", "controller_becomes_leader", "clock_ticks",
          "zk_expires_session", "network_drops_message", "node_crashes", "node_restarts")
-# ``ClusterConfig.bugs`` this cluster honours besides ``skip-check-op`` (the ZK controller writes
-# without the CheckOp, Z-2): Kafka's shipped ControllerRegistrationManager logic where the
-# reference implementation's default is the proposed fix.  The name is the model's variant
-# (``--variant``), so a cluster with the bug is the implementation of that design.
-#   registration-no-recheck-after-success: a maybeSendControllerRegistration event that finds an
-#   RPC pending logs "waiting for the previous RPC to complete" and is gone, and the success
-#   handler only counts (ControllerRegistrationManager.scala L200-214, L238-265 at trunk
-#   1eb7644349c; L201-215, L239-266 at 3.7.0 and 3.8.0); default: the check waits for the RPC
-#   and runs when it completes (docs/findings/registration-no-recheck.md).
-KAFKA_REGISTRATION_NO_RECHECK = "registration-no-recheck-after-success"
-REGISTRATION_BUGS = {KAFKA_REGISTRATION_NO_RECHECK: "kafka_drops_check_while_pending"}
-
 FAULTS = {"zk_expires_session": "session_expiries", "network_drops_message": "drops",
           "node_crashes": "crashes", "node_restarts": "restarts",
           "broker_elects_controller": "elections", "controller_becomes_leader": "elections"}
 
 
-@dataclass(frozen=True)
-class ClientResult:
-    """A final response as the admin client received it."""
-    error_code: int
-    envelope_error: int = 0             # the EnvelopeResponse error that decided it (0: none)
-    endpoints: frozenset = frozenset()  # DescribeCluster: (node id, listener name)
-    response: bytes | None = None
-
-
-@dataclass(frozen=True)
-class DurableWrite:
-    client: str                 # the client (client.id) whose mutation it is
-    writer: int                 # the node that wrote it
-    writer_epoch: int           # ZK: the controller epoch it held (-1: none); KRaft: leader epoch
-
-
-@dataclass(frozen=True)
-class Registration:
-    controller_id: int
-    incarnation_id: object
-
-
-@dataclass(frozen=True)
-class MessageView:
-    """What a message is, decoded from its bytes (for observers and adapters)."""
-    id: int
-    kind: str                   # "EnvelopeRequest", "EnvelopeResponse", ..., "ApiVersions..."
-    src: object
-    dst: object
-    listener: str
-    client: str = ""            # Envelope: the inner request's client id
-    api_version: int = -1       # EnvelopeRequest: the inner request's version
-    hops: int = 1
-    sender_principal: str = ""  # requests: the sending connection's principal name
-    error: int = 0              # responses: the top-level error code
-    inner_error: int = 0        # EnvelopeResponse: the inner response's first error
-    incarnation_id: object = None
-
-
-class Acls:
-    """The ACLs as Kafka bindings (principal, operation, resource type), with the implied
-    operations of ``AclAuthorizer``/``StandardAuthorizer`` for CLUSTER (``ClusterAuthorizer``)."""
-
-    def __init__(self, bindings):
-        self.bindings = frozenset(bindings)
-        grants = {}
-        for principal, op, rtype in self.bindings:
-            if rtype == "CLUSTER":
-                grants.setdefault(f"User:{principal}", set()).add(op)
-        self.cluster = ClusterAuthorizer(grants)
-
-    def allows(self, principal: KafkaPrincipal, operation: str, resource_type: str) -> bool:
-        if resource_type == "CLUSTER":
-            return self.cluster.authorize(principal, operation)
-        return (principal.name, operation, resource_type) in self.bindings
-
-    def __call__(self, principal, operation, resource) -> bool:      # forwarding's Authorizer
-        rtype = resource[0] if isinstance(resource, tuple) else str(resource)
-        return self.allows(principal, operation, rtype.upper())
-
-
-@dataclass
-class Conn:
-    """One connection: who opened it, to which node and listener, as which principal, in
-    which process runs of both ends (a restart of either end closes it)."""
-    id: str
-    src: int
-    dst: int
-    listener: str
-    purpose: str                # "forwarding" | "registration"
-    principal: str
-    src_run: int
-    dst_run: int
-
-
-@dataclass
-class Node:
-    spec: NodeConfig
-    listeners: object           # impl.config.ListenerConfig
-    role: str                   # "broker" | "controller"
-    alive: bool = True
-    run: int = 0                # process runs so far - 1
-    channel: ControllerChannel | None = None
-    forwarding: ForwardingManager | None = None
-    registration: ControllerRegistrationManager | None = None
-    qc: QuorumController | None = None
-    known_controller: int = -1  # KRaft broker metadata cache (ZK: ZkBroker.known_controller)
-    receiver: EnvelopeReceiver | None = None
-    incarnations: list = field(default_factory=list)
-
-
-class Cluster:
-    def __init__(self, config: ClusterConfig, seed: int = 0):
-        self.config = config
-        self.seed = seed
-        self.rng = random.Random(seed)
-        self.now_ms = 0
-        self.network = Network()
-        self.acls = Acls(config.acls)
-        self.kraft = config.mode == KRAFT_MODE
-        self.bugs = config.bugs
-        self.nodes: dict[int, Node] = {}
-        self.clients: dict[str, ClientConfig] = {c.name: c for c in config.clients}
-        self.sent: set = set()
-        self.results: dict[str, list] = {c.name: [] for c in config.clients}
-        self.conns: dict[str, Conn] = {}
-        self.closed: set = set()        # connection ids closed (a reply on one is lost)
-        self._generation: dict = {}     # (src, dst, listener, purpose) -> connections opened
-        self._zk_waiters: dict = {}     # (ZK controller, client id) -> who waits for the write
-        self._origin: dict = {}         # (connection, correlation id) -> what the request was
-        self._request_of: dict = {}     # response message id -> what its request was
-        self._sent_on: dict = {}        # (node, run, correlation id) -> connection id
-        self.budget = None                           # fault budget for free-running runs
-        for spec in config.nodes:
-            props = spec.props()
-            lc = listener_config.validate(props)
-            self.nodes[spec.node_id] = Node(spec, lc, spec.role)
-        if self.kraft:
-            self._start_kraft()
-        else:
-            self._start_zk()
-
-    # ==== start-up ================================================================================
-
-    def _api_ranges(self, node_id: int) -> dict:
-        ranges = own_api_ranges()
-        for key, hi in self.nodes[node_id].spec.api_max:
-            if key in ranges:
-                lo = ranges[key][0]
-                ranges[key] = (lo, min(hi, ranges[key][1]))
-        return ranges
-
-    def _address(self, node_id: int, listener: str) -> tuple:
-        ep = self.nodes[node_id].listeners.advertised_endpoint(
-            listener, controller=self.nodes[node_id].role == "controller")
-        if ep is None:
-            for e in self.nodes[node_id].listeners.bound_listeners:
-                if e.listener_name == listener:
-                    ep = e
-        return ep.host, ep.port
-
-    def endpoint_listener(self, node_id: int, host: str, port: int) -> str | None:
-        for e in self.nodes[node_id].listeners.bound_listeners:
-            if (e.host, e.port) == (host, port):
-                return e.listener_name
-        return None
-
-    def _controller_listener(self, node_id: int) -> str:
-        """L-29: brokers reach the controller on its controller listener (KRaft) or on its
-        privileged inter-broker listener (ZK)."""
-        lc = self.nodes[node_id].listeners
-        if self.kraft:
-            return lc.controller_listener_names[0]
-        return lc.privileged_listener_name
-
-    def _channel_for(self, node_id: int, retry_ms: int, provider) -> ControllerChannel:
-        return ControllerChannel(
-            provider, retry_timeout_ms=retry_ms, local_api_versions=self._api_ranges(node_id),
-            controller_socket_timeout_ms=max(retry_ms, self.config.request_timeout_ms),
-            reconnect_backoff_ms=0, client_id=f"{self.nodes[node_id].spec.name.lower()}-channel",
-            controller_api_versions=lambda info: self._api_ranges(info.node_id))
-
-    def _start_zk(self) -> None:
-        cfg = self.config
-        self.zkc = ZkCluster(len(cfg.nodes), initial_controller=cfg.initial_controller,
-                             check_epoch_zk_version="skip-check-op" not in self.bugs,
-                             session_timeout_ms=18_000)
-        for n in self.nodes:
-            self._start_zk_broker(n)
-
-    def _start_zk_broker(self, n: int) -> None:
-        node = self.nodes[n]
-        zb = self.zkc.brokers[n]
-
-        def provider(zb=zb, n=n):
-            c = zb.known_controller
-            if c < 0:
-                return None
-            return ControllerInfo(c, self._controller_listener(c))
-        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms, provider)
-        node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
-        node.receiver = EnvelopeReceiver(
-            role=ZK_BROKER, authorizer=self.acls, forwarding_enabled=self.config.zk_forwarding,
-            principal_serde=node.spec.principal_serde, is_active_controller=lambda: zb.is_active)
-        node.incarnations.append(node.run)
-
-    def _start_kraft(self) -> None:
-        cfg = self.config
-        controllers = [n for n, node in self.nodes.items() if node.role == "controller"]
-        ic = -1 if cfg.initial_controller is None else cfg.initial_controller
-        for n in controllers:
-            self._new_registration_manager(n)
-        boot = []
-        for c in cfg.initially_registered:
-            boot.append(register_controller_record(self.nodes[c].registration.request_data()
-                                                   if self.nodes[c].registration else
-                                                   self._registration_data(c)))
-        self.quorum = RaftQuorum(controllers, cfg.metadata_version, ic, boot)
-        for n, node in self.nodes.items():
-            if node.role == "controller":
-                node.qc = QuorumController(n, self.quorum, self.acls.cluster, self.rng)
-                node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
-                                                 principal_serde=node.spec.principal_serde)
-                if n in cfg.initially_registered:
-                    delta = self.quorum.catch_up(n)
-                    if node.registration:
-                        node.registration.on_metadata_update(delta, self.quorum.image(n))
-                        node.registration.send_requested = False   # registered before the run
-            else:
-                self.quorum.catch_up(n)
-                node.known_controller = ic
-                self._start_kraft_broker(n)
-
-    def _registration_data(self, c: int) -> dict:
-        node = self.nodes[c]
-        return {"ControllerId": c, "IncarnationId": node.incarnations[-1],
-                "ZkMigrationReady": False, "Listeners": self._listener_info(c), "Features": []}
-
-    def _listener_info(self, c: int) -> list:
-        lc = self.nodes[c].listeners
-        out = []
-        for name in lc.controller_listener_names:
-            host, port = self._address(c, name)
-            proto = lc.security_protocol_map.get(name, "PLAINTEXT")
-            out.append({"Name": name, "Host": host, "Port": port,
-                        "SecurityProtocol": PROTOCOL_IDS.get(proto, 0)})
-        return out
-
-    def _new_registration_manager(self, c: int) -> None:
-        node = self.nodes[c]
-        provider = self._leader_info
-        node.channel = self._channel_for(c, self.config.registration_retry_timeout_ms, provider)
-        if self.config.registration:
-            switches = {flag: True for bug, flag in REGISTRATION_BUGS.items() if bug in self.bugs}
-            node.registration = ControllerRegistrationManager(c, self.rng, self._listener_info(c),
-                                                              **switches)
-            node.incarnations.append(node.registration.incarnation_id)
-            node.registration.start(node.channel)
-        else:
-            import uuid
-            node.incarnations.append(uuid.UUID(int=self.rng.getrandbits(128), version=4))
-
-    def _leader_info(self):
-        leader = self.quorum.leader_id
-        if leader < 0:
-            return None
-        return ControllerInfo(leader, self._controller_listener(leader))
-
-    def _start_kraft_broker(self, n: int) -> None:
-        node = self.nodes[n]
-
-        def provider(node=node):
-            c = node.known_controller
-            if c < 0:
-                return None
-            return ControllerInfo(c, self._controller_listener(c))
-        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms, provider)
-        node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
-        node.incarnations.append(node.run)
-
-    # ==== observation ============================================================================
-
-    def incarnations(self, node_id: int) -> list:
-        return list(self.nodes[node_id].incarnations)
-
-    def client_results(self) -> dict:
-        return {k: list(v) for k, v in self.results.items()}
-
-    def durable_writes(self) -> list:
-        """The mutations made durable, in order: ZooKeeper writes with their writer and the
-        controller epoch it held; KRaft committed records with the leader and its epoch, one
-        per mutation (a CreateTopics's ConfigRecords belong to its TopicRecord)."""
-        if not self.kraft:
-            return [DurableWrite(tag, writer, epoch) for tag, writer, epoch in self.zkc.writes()]
-        out, topic = [], None
-        for entry in self.quorum.log:
-            rec = entry.record
-            if rec.name == "TopicRecord":
-                topic = (rec.data["Name"], entry.leader_epoch)
-            elif rec.name == "ConfigRecord" and topic == (rec.data["ResourceName"],
-                                                          entry.leader_epoch):
-                continue
-            elif rec.name not in ("ConfigRecord", "AccessControlEntryRecord"):
-                topic = None
-                continue
-            client = self._client_of_resource(rec.data)
-            if client:
-                out.append(DurableWrite(client, entry.writer, entry.leader_epoch))
-        return out
-
-    def _client_of_resource(self, data) -> str | None:
-        name = data.get("Name") if "TopicId" in data else data.get("ResourceName")
-        if isinstance(name, str) and name.startswith("topic-"):
-            return name[len("topic-"):]
-        return None
-
-    def registrations(self) -> list:
-        return [Registration(e.record.data["ControllerId"], e.record.data["IncarnationId"])
-                for e in self.quorum.log if e.record.name == "RegisterControllerRecord"]
-
-    def registered(self, node_id: int) -> bool:
-        node = self.nodes[node_id]
-        return bool(node.alive and node.registration and node.registration.registered_in_log)
-
-    def message_views(self) -> list:
-        return [self.view(m) for m in self.network.in_flight()]
-
-    def view(self, m: Message) -> MessageView:
-        conn = self.conns.get(m.conn)
-        principal = conn.principal if conn else ""
-        if m.kind == REQUEST:
-            header, body = parse_request(m.payload)
-            if m.api_key == ENVELOPE:
-                inner_header, _ = parse_request(body["RequestData"])
-                return MessageView(m.id, "EnvelopeRequest", m.src, m.dst, m.listener,
-                                   client=inner_header["ClientId"],
-                                   api_version=inner_header["RequestApiVersion"],
-                                   sender_principal=principal)
-            if m.api_key == CONTROLLER_REGISTRATION:
-                return MessageView(m.id, "ControllerRegistrationRequest", m.src, m.dst,
-                                   m.listener, sender_principal=principal,
-                                   incarnation_id=body["IncarnationId"])
-            return MessageView(m.id, f"request {m.api_key}", m.src, m.dst, m.listener)
-        req_header = {"RequestApiKey": m.api_key, "RequestApiVersion": m.api_version,
-                      "CorrelationId": m.correlation_id}
-        body = parse_response(m.payload, req_header)
-        origin = self._request_of.get(m.id)
-        if m.api_key == ENVELOPE:
-            client, inner_error = origin[0] if origin else "", 0
-            data = body.get("ResponseData")
-            if data is not None and origin:
-                inner = parse_response(data, origin[1])
-                inner_error = first_error(inner)
-            return MessageView(m.id, "EnvelopeResponse", m.src, m.dst, m.listener,
-                               client=client, error=body.get("ErrorCode", 0),
-                               inner_error=inner_error)
-        if m.api_key == CONTROLLER_REGISTRATION:
-            return MessageView(m.id, "ControllerRegistrationResponse", m.src, m.dst,
-                               m.listener, error=body.get("ErrorCode", 0),
-                               incarnation_id=origin[0] if origin else None)
-        return MessageView(m.id, f"response {m.api_key}", m.src, m.dst, m.listener)
-
-    # ==== events =================================================================================
+class ClusterSteps:
+    """The steps of ``Cluster`` (a mixin over ``ClusterWiring``'s state)."""
 
     def set_fault_budget(self, budget: dict) -> None:
         self.budget = dict(budget)
@@ -484,13 +122,17 @@ class Cluster:
         return f"{ev} is not enabled in the implementation"
 
     def _dispatch(self, ev: Event, dry: bool) -> bool:
+        """Whether ``ev`` is enabled (``dry``), or take it.  The handler decides by explicit
+        checks; an exception out of it is a bug in the implementation, not a disabled step, and
+        propagates."""
         fn = getattr(self, "_ev_" + ev.name, None)
         if fn is None:
             return False
-        try:
-            return bool(fn(*ev.args, dry=dry))
-        except (KeyError, IndexError):
-            return False
+        return bool(fn(*ev.args, dry=dry))
+
+    def _node(self, n) -> Node | None:
+        """Node ``n``, or None when no node has that id (a step on it is not enabled)."""
+        return self.nodes.get(n)
 
     # ---- admin clients ---------------------------------------------------------------------------
 
@@ -531,7 +173,7 @@ class Cluster:
         self.results[client].append(result)
 
     def _ev_client_sends_request(self, name: str, dry: bool) -> bool:
-        if name in self.sent:
+        if name not in self.clients or name in self.sent:
             return False
         if dry:
             return True
@@ -802,8 +444,8 @@ class Cluster:
     # ==== the steps =============================================================================
 
     def _ev_broker_learns_controller(self, n: int, dry: bool) -> bool:
-        node = self.nodes[n]
-        if not node.alive or node.role != "broker":
+        node = self._node(n)
+        if node is None or not node.alive or node.role != "broker":
             return False
         if self.kraft:
             truth = self.quorum.leader_id
@@ -823,7 +465,9 @@ class Cluster:
         return True
 
     def _ev_channel_discovers_controller(self, n: int, dry: bool) -> bool:
-        node = self.nodes[n]
+        node = self._node(n)
+        if node is None:
+            return False
         ch = node.channel
         if not node.alive or ch is None or ch.cached_controller is not None or not ch.queue:
             return False
@@ -869,7 +513,9 @@ class Cluster:
         return self._due_deadline(ch) is not None
 
     def _ev_channel_sends_request(self, n: int, dry: bool) -> bool:
-        node = self.nodes[n]
+        node = self._node(n)
+        if node is None:
+            return False
         ch = node.channel
         if (not node.alive or ch is None or ch.inflight_request is not None or not ch.queue
                 or ch.cached_controller is None or self._expired(ch)):
@@ -904,7 +550,9 @@ class Cluster:
         return True
 
     def _ev_channel_times_out_request(self, n: int, dry: bool) -> bool:
-        node = self.nodes[n]
+        node = self._node(n)
+        if node is None:
+            return False
         ch = node.channel
         if not node.alive or ch is None or not self._expired(ch):
             return False
@@ -982,7 +630,9 @@ class Cluster:
         return True
 
     def _ev_controller_sends_registration(self, c: int, dry: bool) -> bool:
-        node = self.nodes[c]
+        node = self._node(c)
+        if node is None:
+            return False
         reg = node.registration
         if not node.alive or reg is None or not reg.check_due(self.now_ms):
             return False
@@ -1023,7 +673,7 @@ class Cluster:
         return True
 
     def _ev_controller_processes_event(self, n: int, dry: bool) -> bool:
-        if self.kraft:
+        if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
         if not zb.alive or not zb.events:
@@ -1058,8 +708,8 @@ class Cluster:
     def _ev_node_replays_record(self, n: int, dry: bool) -> bool:
         if not self.kraft:
             return False
-        node = self.nodes[n]
-        if not node.alive or self.quorum.replayed_offset(n) >= len(self.quorum.log):
+        node = self._node(n)
+        if node is None or not node.alive or self.quorum.replayed_offset(n) >= len(self.quorum.log):
             return False
         if dry:
             return True
@@ -1069,7 +719,7 @@ class Cluster:
         return True
 
     def _ev_broker_handles_session_expiry(self, n: int, dry: bool) -> bool:
-        if self.kraft:
+        if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
         if not zb.alive or not zb.session_expired:
@@ -1079,7 +729,7 @@ class Cluster:
         return True
 
     def _ev_broker_elects_controller(self, n: int, dry: bool) -> bool:
-        if self.kraft:
+        if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
         if not zb.alive or zb.session_expired or zb.is_active or self.zkc.controller() >= 0:
@@ -1091,8 +741,9 @@ class Cluster:
     def _ev_controller_becomes_leader(self, c: int, dry: bool) -> bool:
         if not self.kraft:
             return False
-        node = self.nodes[c]
-        if node.role != "controller" or not node.alive or self.quorum.leader_id == c:
+        node = self._node(c)
+        if node is None or node.role != "controller" or not node.alive or \
+                self.quorum.leader_id == c:
             return False
         if dry:
             return True
@@ -1127,7 +778,7 @@ class Cluster:
         return True
 
     def _ev_zk_expires_session(self, n: int, dry: bool) -> bool:
-        if self.kraft:
+        if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
         if zb.session_expired or zb.session_id is None or \
@@ -1157,8 +808,8 @@ class Cluster:
         return True
 
     def _ev_node_crashes(self, n: int, dry: bool) -> bool:
-        node = self.nodes[n]
-        if not node.alive:
+        node = self._node(n)
+        if node is None or not node.alive:
             return False
         if dry:
             return True
@@ -1182,8 +833,8 @@ class Cluster:
         return True
 
     def _ev_node_restarts(self, n: int, dry: bool) -> bool:
-        node = self.nodes[n]
-        if node.alive:
+        node = self._node(n)
+        if node is None or node.alive:
             return False
         if not self.kraft:
             zb = self.zkc.brokers[n]

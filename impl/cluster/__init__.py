@@ -1,0 +1,54 @@
+"""A simulated Kafka cluster: the reference implementation's servers wired to the
+deterministic simulator's network (``impl/sim.py``).
+
+Each node is a process with Kafka's parts:
+
+- every node: its ``server.properties`` validated by ``impl.config`` (L-0..L-27), listeners
+  bound to addresses, a principal it authenticates as;
+- a broker: the metadata cache's controller, a ``ForwardingManager`` on a ``ControllerChannel``
+  (F-1..F-21, table 1.6), DescribeCluster (D-2), and in ZK mode its ``KafkaController`` and the
+  EnvelopeRequest receiving side (F-22..F-27) over a shared ZooKeeper (``impl/zk_controller``);
+- a KRaft controller: a ``QuorumController`` over the shared ``RaftQuorum`` (``impl/kraft``),
+  the receiving side (F-28..F-30), DescribeCluster (D-1), and its
+  ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``.
+
+Bytes travel between nodes as ``Message``s: requests built by the channels (real
+EnvelopeRequest / ControllerRegistrationRequest bytes), responses built by the receivers.  An
+admin client's request is handled on arrival (the client link is reliable; the faults are on the
+inter-node network and in the processes).
+
+``events()`` lists what can happen next, in a fixed order; ``apply(event)`` does it and says
+whether it was enabled (an exception out of a step is a bug in the implementation and
+propagates).  The event names are Kafka-worded steps (``channel_sends_request``,
+``controller_handles_envelope``, ``node_crashes``...) so that one adapter can line them up with
+another description of the same protocol; nothing here imports it.
+
+``Cluster`` combines three layers, one module each:
+
+- ``wiring``: the nodes started and bound to the network (``ClusterWiring``; ``Node``,
+  ``Conn``, ``Acls``; the registration bugs a cluster can run with);
+- ``steps``: what can happen next and what it does (``ClusterSteps``; ``STEPS``, ``FAULTS``);
+- ``observation``: what an observer reads (``ClusterObservation``; ``ClientResult``,
+  ``DurableWrite``, ``Registration``, ``MessageView``).
+"""
+from __future__ import annotations
+
+from impl.cluster.observation import (ClientResult, ClusterObservation, DurableWrite,
+                                      MessageView, Registration)
+from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
+                                ClusterSteps)
+from impl.cluster.wiring import (KAFKA_REGISTRATION_NO_RECHECK, REGISTRATION_BUGS, Acls,
+                                 ClusterWiring, Conn, Node)
+
+
+class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
+    """A simulated cluster of ``config``'s nodes, its random draws from ``Random(seed)``:
+    ``ClusterWiring`` starts it, ``ClusterSteps`` runs it, ``ClusterObservation`` shows it."""
+
+
+__all__ = [
+    "Cluster", "STEPS", "FAULTS", "KAFKA_REGISTRATION_NO_RECHECK", "REGISTRATION_BUGS",
+    "ClientResult", "DurableWrite", "Registration", "MessageView",
+    "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",
+    "ClusterWiring", "ClusterSteps", "ClusterObservation",
+]

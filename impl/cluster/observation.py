@@ -1,0 +1,145 @@
+"""What the simulated cluster shows an observer: the result records and the read-only views
+that ``properties/conformance.py`` lines up with the model's observation (nothing here changes
+the cluster).
+
+- ``client_results``: each admin client's final response, as the client received it;
+- ``durable_writes``: the mutations made durable -- ZooKeeper writes (``KafkaZkClient``, with the
+  controller epoch the writer held, Z-2) or committed KRaft records (``QuorumController``'s
+  log, with the leader epoch);
+- ``registrations``/``registered``: the ``RegisterControllerRecord``s in the committed log and
+  whether a controller's ``ControllerRegistrationManager`` knows it is registered (R-1..R-22);
+- ``message_views``/``view``: the messages in flight decoded from their bytes (EnvelopeRequest /
+  EnvelopeResponse, ControllerRegistrationRequest / Response);
+- ``incarnations``: a node's process runs (KRaft controllers: their incarnation ids).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from impl.forwarding import first_error
+from impl.protocol import parse_request, parse_response
+from impl.protocol.api_keys import CONTROLLER_REGISTRATION, ENVELOPE
+from impl.sim import REQUEST, Message
+
+
+@dataclass(frozen=True)
+class ClientResult:
+    """A final response as the admin client received it."""
+    error_code: int
+    envelope_error: int = 0             # the EnvelopeResponse error that decided it (0: none)
+    endpoints: frozenset = frozenset()  # DescribeCluster: (node id, listener name)
+    response: bytes | None = None
+
+
+@dataclass(frozen=True)
+class DurableWrite:
+    client: str                 # the client (client.id) whose mutation it is
+    writer: int                 # the node that wrote it
+    writer_epoch: int           # ZK: the controller epoch it held (-1: none); KRaft: leader epoch
+
+
+@dataclass(frozen=True)
+class Registration:
+    controller_id: int
+    incarnation_id: object
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """What a message is, decoded from its bytes (for observers and adapters)."""
+    id: int
+    kind: str                   # "EnvelopeRequest", "EnvelopeResponse", ..., "ApiVersions..."
+    src: object
+    dst: object
+    listener: str
+    client: str = ""            # Envelope: the inner request's client id
+    api_version: int = -1       # EnvelopeRequest: the inner request's version
+    hops: int = 1
+    sender_principal: str = ""  # requests: the sending connection's principal name
+    error: int = 0              # responses: the top-level error code
+    inner_error: int = 0        # EnvelopeResponse: the inner response's first error
+    incarnation_id: object = None
+
+
+class ClusterObservation:
+    """The observation layer of ``Cluster`` (a mixin over ``ClusterWiring``'s state)."""
+
+    def incarnations(self, node_id: int) -> list:
+        return list(self.nodes[node_id].incarnations)
+
+    def client_results(self) -> dict:
+        return {k: list(v) for k, v in self.results.items()}
+
+    def durable_writes(self) -> list:
+        """The mutations made durable, in order: ZooKeeper writes with their writer and the
+        controller epoch it held; KRaft committed records with the leader and its epoch, one
+        per mutation (a CreateTopics's ConfigRecords belong to its TopicRecord)."""
+        if not self.kraft:
+            return [DurableWrite(tag, writer, epoch) for tag, writer, epoch in self.zkc.writes()]
+        out, topic = [], None
+        for entry in self.quorum.log:
+            rec = entry.record
+            if rec.name == "TopicRecord":
+                topic = (rec.data["Name"], entry.leader_epoch)
+            elif rec.name == "ConfigRecord" and topic == (rec.data["ResourceName"],
+                                                          entry.leader_epoch):
+                continue
+            elif rec.name not in ("ConfigRecord", "AccessControlEntryRecord"):
+                topic = None
+                continue
+            client = self._client_of_resource(rec.data)
+            if client:
+                out.append(DurableWrite(client, entry.writer, entry.leader_epoch))
+        return out
+
+    def _client_of_resource(self, data) -> str | None:
+        name = data.get("Name") if "TopicId" in data else data.get("ResourceName")
+        if isinstance(name, str) and name.startswith("topic-"):
+            return name[len("topic-"):]
+        return None
+
+    def registrations(self) -> list:
+        return [Registration(e.record.data["ControllerId"], e.record.data["IncarnationId"])
+                for e in self.quorum.log if e.record.name == "RegisterControllerRecord"]
+
+    def registered(self, node_id: int) -> bool:
+        node = self.nodes[node_id]
+        return bool(node.alive and node.registration and node.registration.registered_in_log)
+
+    def message_views(self) -> list:
+        return [self.view(m) for m in self.network.in_flight()]
+
+    def view(self, m: Message) -> MessageView:
+        conn = self.conns.get(m.conn)
+        principal = conn.principal if conn else ""
+        if m.kind == REQUEST:
+            header, body = parse_request(m.payload)
+            if m.api_key == ENVELOPE:
+                inner_header, _ = parse_request(body["RequestData"])
+                return MessageView(m.id, "EnvelopeRequest", m.src, m.dst, m.listener,
+                                   client=inner_header["ClientId"],
+                                   api_version=inner_header["RequestApiVersion"],
+                                   sender_principal=principal)
+            if m.api_key == CONTROLLER_REGISTRATION:
+                return MessageView(m.id, "ControllerRegistrationRequest", m.src, m.dst,
+                                   m.listener, sender_principal=principal,
+                                   incarnation_id=body["IncarnationId"])
+            return MessageView(m.id, f"request {m.api_key}", m.src, m.dst, m.listener)
+        req_header = {"RequestApiKey": m.api_key, "RequestApiVersion": m.api_version,
+                      "CorrelationId": m.correlation_id}
+        body = parse_response(m.payload, req_header)
+        origin = self._request_of.get(m.id)
+        if m.api_key == ENVELOPE:
+            client, inner_error = origin[0] if origin else "", 0
+            data = body.get("ResponseData")
+            if data is not None and origin:
+                inner = parse_response(data, origin[1])
+                inner_error = first_error(inner)
+            return MessageView(m.id, "EnvelopeResponse", m.src, m.dst, m.listener,
+                               client=client, error=body.get("ErrorCode", 0),
+                               inner_error=inner_error)
+        if m.api_key == CONTROLLER_REGISTRATION:
+            return MessageView(m.id, "ControllerRegistrationResponse", m.src, m.dst,
+                               m.listener, error=body.get("ErrorCode", 0),
+                               incarnation_id=origin[0] if origin else None)
+        return MessageView(m.id, f"response {m.api_key}", m.src, m.dst, m.listener)

@@ -1,0 +1,272 @@
+"""The wiring of the simulated cluster: each node's process started with Kafka's parts and bound
+to the simulator's network (``impl/sim.py``).
+
+- ``Node``: one process -- its ``server.properties`` validated by ``impl.config`` (L-0..L-27),
+  listeners bound to addresses, its role, its process runs, and the parts below;
+- ``Conn``: one connection between two nodes on a listener, as a principal, within one process
+  run of each end;
+- ``Acls``: the ACL bindings as ``AclAuthorizer``/``StandardAuthorizer`` see them;
+- ``ClusterWiring``: start-up, what ``KafkaServer`` (ZK), ``BrokerServer`` and
+  ``ControllerServer`` wire together: a broker's ``ControllerChannel``
+  (``NodeToControllerChannelManager``, reaching the controller on the listener of L-29) with its
+  ``ForwardingManager`` (F-1..F-21) and, in ZK mode, the ``EnvelopeReceiver`` of its
+  ``KafkaApis`` (F-22..F-27) over the shared ZooKeeper (``impl/zk_controller``); a KRaft
+  controller's ``QuorumController`` over the shared ``RaftQuorum`` (``impl/kraft``), its
+  ``EnvelopeReceiver`` (F-28..F-30) and its ``ControllerRegistrationManager`` (R-1..R-22) on its
+  own channel; the API versions each node parses (F-35).
+
+Restarting a node (``node_restarts``, in ``steps``) goes through the same start-up code.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from impl import config as listener_config
+from impl.channel import ControllerChannel, own_api_ranges
+from impl.cluster_config import KRAFT_MODE, ClientConfig, ClusterConfig, NodeConfig
+from impl.context import ControllerInfo
+from impl.forwarding import KRAFT_CONTROLLER, ZK_BROKER, EnvelopeReceiver, ForwardingManager
+from impl.kraft import (SECURITY_PROTOCOL_IDS, ClusterAuthorizer, QuorumController, RaftQuorum,
+                        register_controller_record)
+from impl.protocol.principal import KafkaPrincipal
+from impl.registration import ControllerRegistrationManager
+from impl.sim import Network
+from impl.zk_controller import ZkCluster
+
+# ``ClusterConfig.bugs`` this cluster honours besides ``skip-check-op`` (the ZK controller writes
+# without the CheckOp, Z-2): Kafka's shipped ControllerRegistrationManager logic where the
+# reference implementation's default is the proposed fix.  The name is the model's variant
+# (``--variant``), so a cluster with the bug is the implementation of that design.
+#   registration-no-recheck-after-success: a maybeSendControllerRegistration event that finds an
+#   RPC pending logs "waiting for the previous RPC to complete" and is gone, and the success
+#   handler only counts (ControllerRegistrationManager.scala L200-214, L238-265 at trunk
+#   1eb7644349c; L201-215, L239-266 at 3.7.0 and 3.8.0); default: the check waits for the RPC
+#   and runs when it completes (docs/findings/registration-no-recheck.md).
+KAFKA_REGISTRATION_NO_RECHECK = "registration-no-recheck-after-success"
+REGISTRATION_BUGS = {KAFKA_REGISTRATION_NO_RECHECK: "kafka_drops_check_while_pending"}
+
+
+class Acls:
+    """The ACLs as Kafka bindings (principal, operation, resource type), with the implied
+    operations of ``AclAuthorizer``/``StandardAuthorizer`` for CLUSTER (``ClusterAuthorizer``)."""
+
+    def __init__(self, bindings):
+        self.bindings = frozenset(bindings)
+        grants = {}
+        for principal, op, rtype in self.bindings:
+            if rtype == "CLUSTER":
+                grants.setdefault(f"User:{principal}", set()).add(op)
+        self.cluster = ClusterAuthorizer(grants)
+
+    def allows(self, principal: KafkaPrincipal, operation: str, resource_type: str) -> bool:
+        if resource_type == "CLUSTER":
+            return self.cluster.authorize(principal, operation)
+        return (principal.name, operation, resource_type) in self.bindings
+
+    def __call__(self, principal, operation, resource) -> bool:      # forwarding's Authorizer
+        rtype = resource[0] if isinstance(resource, tuple) else str(resource)
+        return self.allows(principal, operation, rtype.upper())
+
+
+@dataclass
+class Conn:
+    """One connection: who opened it, to which node and listener, as which principal, in
+    which process runs of both ends (a restart of either end closes it)."""
+    id: str
+    src: int
+    dst: int
+    listener: str
+    purpose: str                # "forwarding" | "registration"
+    principal: str
+    src_run: int
+    dst_run: int
+
+
+@dataclass
+class Node:
+    spec: NodeConfig
+    listeners: object           # impl.config.ListenerConfig
+    role: str                   # "broker" | "controller"
+    alive: bool = True
+    run: int = 0                # process runs so far - 1
+    channel: ControllerChannel | None = None
+    forwarding: ForwardingManager | None = None
+    registration: ControllerRegistrationManager | None = None
+    qc: QuorumController | None = None
+    known_controller: int = -1  # KRaft broker metadata cache (ZK: ZkBroker.known_controller)
+    receiver: EnvelopeReceiver | None = None
+    incarnations: list = field(default_factory=list)
+
+
+class ClusterWiring:
+    """The nodes of a ``ClusterConfig`` started and wired to one ``Network``, and the state the
+    steps and the observations share (the clock, the clients' results, the connections)."""
+
+    def __init__(self, config: ClusterConfig, seed: int = 0):
+        self.config = config
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now_ms = 0
+        self.network = Network()
+        self.acls = Acls(config.acls)
+        self.kraft = config.mode == KRAFT_MODE
+        self.bugs = config.bugs
+        self.nodes: dict[int, Node] = {}
+        self.clients: dict[str, ClientConfig] = {c.name: c for c in config.clients}
+        self.sent: set = set()
+        self.results: dict[str, list] = {c.name: [] for c in config.clients}
+        self.conns: dict[str, Conn] = {}
+        self.closed: set = set()        # connection ids closed (a reply on one is lost)
+        self._generation: dict = {}     # (src, dst, listener, purpose) -> connections opened
+        self._zk_waiters: dict = {}     # (ZK controller, client id) -> who waits for the write
+        self._origin: dict = {}         # (connection, correlation id) -> what the request was
+        self._request_of: dict = {}     # response message id -> what its request was
+        self._sent_on: dict = {}        # (node, run, correlation id) -> connection id
+        self.budget = None                           # fault budget for free-running runs
+        for spec in config.nodes:
+            props = spec.props()
+            lc = listener_config.validate(props)
+            self.nodes[spec.node_id] = Node(spec, lc, spec.role)
+        if self.kraft:
+            self._start_kraft()
+        else:
+            self._start_zk()
+
+    # ==== start-up ================================================================================
+
+    def _api_ranges(self, node_id: int) -> dict:
+        ranges = own_api_ranges()
+        for key, hi in self.nodes[node_id].spec.api_max:
+            if key in ranges:
+                lo = ranges[key][0]
+                ranges[key] = (lo, min(hi, ranges[key][1]))
+        return ranges
+
+    def _address(self, node_id: int, listener: str) -> tuple:
+        ep = self.nodes[node_id].listeners.advertised_endpoint(
+            listener, controller=self.nodes[node_id].role == "controller")
+        if ep is None:
+            for e in self.nodes[node_id].listeners.bound_listeners:
+                if e.listener_name == listener:
+                    ep = e
+        return ep.host, ep.port
+
+    def endpoint_listener(self, node_id: int, host: str, port: int) -> str | None:
+        for e in self.nodes[node_id].listeners.bound_listeners:
+            if (e.host, e.port) == (host, port):
+                return e.listener_name
+        return None
+
+    def _controller_listener(self, node_id: int) -> str:
+        """L-29: brokers reach the controller on its controller listener (KRaft) or on its
+        privileged inter-broker listener (ZK)."""
+        lc = self.nodes[node_id].listeners
+        if self.kraft:
+            return lc.controller_listener_names[0]
+        return lc.privileged_listener_name
+
+    def _channel_for(self, node_id: int, retry_ms: int, provider) -> ControllerChannel:
+        return ControllerChannel(
+            provider, retry_timeout_ms=retry_ms, local_api_versions=self._api_ranges(node_id),
+            controller_socket_timeout_ms=max(retry_ms, self.config.request_timeout_ms),
+            reconnect_backoff_ms=0, client_id=f"{self.nodes[node_id].spec.name.lower()}-channel",
+            controller_api_versions=lambda info: self._api_ranges(info.node_id))
+
+    def _start_zk(self) -> None:
+        cfg = self.config
+        self.zkc = ZkCluster(len(cfg.nodes), initial_controller=cfg.initial_controller,
+                             check_epoch_zk_version="skip-check-op" not in self.bugs,
+                             session_timeout_ms=18_000)
+        for n in self.nodes:
+            self._start_zk_broker(n)
+
+    def _start_zk_broker(self, n: int) -> None:
+        node = self.nodes[n]
+        zb = self.zkc.brokers[n]
+
+        def provider(zb=zb, n=n):
+            c = zb.known_controller
+            if c < 0:
+                return None
+            return ControllerInfo(c, self._controller_listener(c))
+        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms, provider)
+        node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
+        node.receiver = EnvelopeReceiver(
+            role=ZK_BROKER, authorizer=self.acls, forwarding_enabled=self.config.zk_forwarding,
+            principal_serde=node.spec.principal_serde, is_active_controller=lambda: zb.is_active)
+        node.incarnations.append(node.run)
+
+    def _start_kraft(self) -> None:
+        cfg = self.config
+        controllers = [n for n, node in self.nodes.items() if node.role == "controller"]
+        ic = -1 if cfg.initial_controller is None else cfg.initial_controller
+        for n in controllers:
+            self._new_registration_manager(n)
+        boot = []
+        for c in cfg.initially_registered:
+            boot.append(register_controller_record(self.nodes[c].registration.request_data()
+                                                   if self.nodes[c].registration else
+                                                   self._registration_data(c)))
+        self.quorum = RaftQuorum(controllers, cfg.metadata_version, ic, boot)
+        for n, node in self.nodes.items():
+            if node.role == "controller":
+                node.qc = QuorumController(n, self.quorum, self.acls.cluster, self.rng)
+                node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
+                                                 principal_serde=node.spec.principal_serde)
+                if n in cfg.initially_registered:
+                    delta = self.quorum.catch_up(n)
+                    if node.registration:
+                        node.registration.on_metadata_update(delta, self.quorum.image(n))
+                        node.registration.send_requested = False   # registered before the run
+            else:
+                self.quorum.catch_up(n)
+                node.known_controller = ic
+                self._start_kraft_broker(n)
+
+    def _registration_data(self, c: int) -> dict:
+        node = self.nodes[c]
+        return {"ControllerId": c, "IncarnationId": node.incarnations[-1],
+                "ZkMigrationReady": False, "Listeners": self._listener_info(c), "Features": []}
+
+    def _listener_info(self, c: int) -> list:
+        lc = self.nodes[c].listeners
+        out = []
+        for name in lc.controller_listener_names:
+            host, port = self._address(c, name)
+            proto = lc.security_protocol_map.get(name, "PLAINTEXT")
+            out.append({"Name": name, "Host": host, "Port": port,
+                        "SecurityProtocol": SECURITY_PROTOCOL_IDS.get(proto, 0)})
+        return out
+
+    def _new_registration_manager(self, c: int) -> None:
+        node = self.nodes[c]
+        provider = self._leader_info
+        node.channel = self._channel_for(c, self.config.registration_retry_timeout_ms, provider)
+        if self.config.registration:
+            switches = {flag: True for bug, flag in REGISTRATION_BUGS.items() if bug in self.bugs}
+            node.registration = ControllerRegistrationManager(c, self.rng, self._listener_info(c),
+                                                              **switches)
+            node.incarnations.append(node.registration.incarnation_id)
+            node.registration.start(node.channel)
+        else:
+            import uuid
+            node.incarnations.append(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def _leader_info(self):
+        leader = self.quorum.leader_id
+        if leader < 0:
+            return None
+        return ControllerInfo(leader, self._controller_listener(leader))
+
+    def _start_kraft_broker(self, n: int) -> None:
+        node = self.nodes[n]
+
+        def provider(node=node):
+            c = node.known_controller
+            if c < 0:
+                return None
+            return ControllerInfo(c, self._controller_listener(c))
+        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms, provider)
+        node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
+        node.incarnations.append(node.run)
