@@ -30,9 +30,12 @@ from dataclasses import dataclass
 from collections.abc import Callable, Mapping
 
 from impl.protocol import (API_KEYS, ProtocolError, encode_request, parse_response)
+from impl.protocol.api_keys import DESCRIBE_CLUSTER, METADATA
+from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST,
+                                  MISMATCHED_ENDPOINT_TYPE, NOT_CONTROLLER,
+                                  UNKNOWN_SERVER_ERROR, UNSUPPORTED_ENDPOINT_TYPE,
+                                  UNSUPPORTED_VERSION)
 
-METADATA = 3
-DESCRIBE_CLUSTER = 60
 ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 
 BOOTSTRAP_SERVERS = "bootstrap.servers"
@@ -56,7 +59,7 @@ class ConfigException(Exception):
 
 
 class ApiException(Exception):
-    code = -1
+    code = UNKNOWN_SERVER_ERROR
 
     def __init__(self, message: str | None = None):
         super().__init__(message)
@@ -64,31 +67,31 @@ class ApiException(Exception):
 
 
 class UnknownServerException(ApiException):
-    code = -1
+    code = UNKNOWN_SERVER_ERROR
 
 
 class ClusterAuthorizationException(ApiException):
-    code = 31
+    code = CLUSTER_AUTHORIZATION_FAILED
 
 
 class UnsupportedVersionException(ApiException):
-    code = 35
+    code = UNSUPPORTED_VERSION
 
 
 class NotControllerException(ApiException):
-    code = 41
+    code = NOT_CONTROLLER
 
 
 class InvalidRequestException(ApiException):
-    code = 42
+    code = INVALID_REQUEST
 
 
 class MismatchedEndpointTypeException(ApiException):
-    code = 114
+    code = MISMATCHED_ENDPOINT_TYPE
 
 
 class UnsupportedEndpointTypeException(ApiException):
-    code = 115
+    code = UNSUPPORTED_ENDPOINT_TYPE
 
 
 class AuthenticationException(ApiException):

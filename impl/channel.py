@@ -43,20 +43,13 @@ from collections.abc import Callable, Iterable, Mapping
 from impl.context import ChannelRequest, ControllerInfo, OutboundRequest
 from impl.protocol import (API_KEYS, ProtocolError, encode_request, encode_response, get_schema,
                            parse_request_header, parse_response)
+from impl.protocol.api_keys import API_VERSIONS
 from impl.protocol.codec import read_message
+# the Errors.java codes this module produces or reacts to (docs/rules.md section 5)
+from impl.protocol.errors import (NONE, NOT_CONTROLLER, SASL_AUTHENTICATION_FAILED,
+                                  UNSUPPORTED_VERSION)
 from impl.protocol.primitives import Reader
 from impl.protocol.wire import RESPONSE_HEADER
-
-# Errors.java codes this module produces or reacts to (docs/rules.md section 5).
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-UNSUPPORTED_VERSION = 35
-NOT_CONTROLLER = 41
-SASL_AUTHENTICATION_FAILED = 58
-UNKNOWN_SERVER_ERROR = -1
-
-API_VERSIONS = 18
 
 # docs/rules.md section 6, "Key numbers".
 KRAFT_FORWARDING_RETRY_TIMEOUT_MS = 60_000     # BrokerServer L248

@@ -28,14 +28,11 @@ from collections.abc import Iterable, Mapping
 from impl.context import RequestContext
 from impl.kraft import MV_3_7_IV0, ClusterAuthorizer
 from impl.protocol import encode_response, parse_request
+from impl.protocol.api_keys import DESCRIBE_CLUSTER
+from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, ERROR_MESSAGES, INVALID_REQUEST,
+                                  MISMATCHED_ENDPOINT_TYPE, NONE, UNSUPPORTED_ENDPOINT_TYPE,
+                                  UNSUPPORTED_VERSION)
 
-DESCRIBE_CLUSTER = 60
-NONE = 0
-CLUSTER_AUTHORIZATION_FAILED = 31
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
-MISMATCHED_ENDPOINT_TYPE = 114
-UNSUPPORTED_ENDPOINT_TYPE = 115
 INT_MIN = -2147483648           # ClusterAuthorizedOperations "omitted"
 
 ENDPOINT_UNKNOWN, ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 0, 1, 2
@@ -45,7 +42,7 @@ ENDPOINT_TYPE_NAMES = {ENDPOINT_UNKNOWN: "UNKNOWN", ENDPOINT_BROKER: "BROKER",
 # D-1.1's message is Kafka's verbatim; for D-1.2 Kafka puts the exception text (which quotes the
 # request) in ErrorMessage: kipcheck uses the code's default message instead.
 MESSAGES = {
-    CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    CLUSTER_AUTHORIZATION_FAILED: ERROR_MESSAGES[CLUSTER_AUTHORIZATION_FAILED],
     UNSUPPORTED_VERSION: "Direct-to-controller communication is not supported with the current "
                          "MetadataVersion.",
 }

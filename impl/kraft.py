@@ -34,30 +34,22 @@ from collections.abc import Iterable, Mapping
 
 from impl.context import RequestContext
 from impl.protocol import ProtocolError, encode
+from impl.protocol.api_keys import (CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
+                                    INCREMENTAL_ALTER_CONFIGS)
+from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, ERROR_MESSAGES, NONE,
+                                  NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION)
 from impl.protocol.principal import KafkaPrincipal
+from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
 
 # --------------------------------------------------------------------------------------------
 # Kafka's numbers
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-CLUSTER_AUTHORIZATION_FAILED = 31
-UNSUPPORTED_VERSION = 35
-NOT_CONTROLLER = 41
+# R-16: registration error responses carry the codes' Errors.java default messages, not the
+# exception text; these are the codes ``controller_handles_registration`` answers with.
+DEFAULT_MESSAGES = {code: ERROR_MESSAGES[code]
+                    for code in (UNKNOWN_SERVER_ERROR, CLUSTER_AUTHORIZATION_FAILED,
+                                 UNSUPPORTED_VERSION, NOT_CONTROLLER)}
 
-# Errors.java default messages (R-16: registration error responses carry these, not the
-# exception text).
-DEFAULT_MESSAGES = {
-    UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-    CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
-    UNSUPPORTED_VERSION: "The version of API is not supported.",
-    NOT_CONTROLLER: "This is not the correct controller for this cluster.",
-}
-
-CREATE_TOPICS = 19
-CREATE_ACLS = 30
-INCREMENTAL_ALTER_CONFIGS = 44
-CONTROLLER_REGISTRATION = 70
 MUTATION_APIS = (CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, CREATE_ACLS)
 
 METADATA_VERSION = "metadata.version"
@@ -68,7 +60,6 @@ LATEST_PRODUCTION_MV = 21
 
 NO_LEADER = -1
 TOPIC_RESOURCE = 2               # ConfigResource.Type.TOPIC
-SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 # AclOperation codes, and what ``AclAuthorizer``/``StandardAuthorizer`` treat as implied:
 # an ALLOW of READ, WRITE, DELETE or ALTER implies DESCRIBE; ALTER_CONFIGS implies

@@ -34,11 +34,12 @@ from collections.abc import Iterable, Mapping
 from impl.config import Endpoint
 from impl.context import ChannelRequest
 from impl.kraft import (LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VERSION, MV_3_7_IV0,
-                        NONE, SECURITY_PROTOCOL_IDS, MetadataDelta, MetadataImage)
+                        MetadataDelta, MetadataImage)
+from impl.protocol.api_keys import CONTROLLER_REGISTRATION
+from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
+from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
 
-CONTROLLER_REGISTRATION = 70
 REGISTRATION_RETRY_TIMEOUT_MS = 5000     # the "registration" channel's retryTimeoutMs (R-11, F-17)
-UNKNOWN_BODY = -1           # a response without a usable body: UNKNOWN_SERVER_ERROR's code
 
 _JAVA_BLANK = "".join(map(chr, range(33)))          # what String.trim() removes
 
@@ -295,7 +296,9 @@ class ControllerRegistrationManager:
         no body) or a non-zero ErrorCode backs off (R-7); ErrorCode 0 only counts.  (The
         channel retries NOT_CONTROLLER itself, F-21.4; one that reaches here is an error.)"""
         self.pending_rpc = False
-        code = error_code or (UNKNOWN_BODY if body is None else body.get("ErrorCode", NONE))
+        # a response without a usable body counts as UNKNOWN_SERVER_ERROR
+        code = error_code or (UNKNOWN_SERVER_ERROR if body is None
+                              else body.get("ErrorCode", NONE))
         if code != NONE:
             self.last_error = f"registration failed with error {code}"
             self._schedule_after_failure(now_ms)

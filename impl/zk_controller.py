@@ -41,14 +41,12 @@ from dataclasses import dataclass
 from typing import NamedTuple
 from collections.abc import Sequence
 
-from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
+# the Errors.java codes this module answers with (docs/rules.md section 5)
+from impl.protocol.errors import (NONE, NOT_CONTROLLER, STALE_CONTROLLER_EPOCH,
+                                  UNKNOWN_SERVER_ERROR)
 from impl.zk import (MATCH_ANY_VERSION, CheckOp, Code, CreateMode, CreateOp, DeleteOp,
                      EventType, KeeperException, KeeperState, Op, OpResult, SetDataOp, Stat,
                      WatchedEvent, ZooKeeper)
-
-# Errors.java codes this module answers with (docs/rules.md section 5)
-STALE_CONTROLLER_EPOCH = 11     # ControllerMovedException
-NOT_CONTROLLER = 41
 
 # kafka.zk.ZkData and KafkaController constants
 CONTROLLER_PATH = "/controller"
@@ -782,8 +780,8 @@ class ZkCluster:
         self.brokers[n].startup(now_ms)
 
 
-__all__ = ["STALE_CONTROLLER_EPOCH", "NOT_CONTROLLER", "CONTROLLER_PATH", "CONTROLLER_EPOCH_PATH",
-           "INITIAL_CONTROLLER_EPOCH", "DEFAULT_SESSION_TIMEOUT_MS", "ControllerMovedException",
+__all__ = ["CONTROLLER_PATH", "CONTROLLER_EPOCH_PATH", "INITIAL_CONTROLLER_EPOCH",
+           "DEFAULT_SESSION_TIMEOUT_MS", "ControllerMovedException",
            "ControllerRegistration", "ZkWrite", "ZkMutation", "config_mutation", "acl_mutation",
            "zk_writes", "encode_controller", "decode_controller", "encode_controller_epoch",
            "decode_controller_epoch", "KafkaZkClient", "MutationResult", "ZkBroker", "ZkCluster"]

@@ -20,12 +20,13 @@ import pytest
 
 from channel_helpers import item
 
-from impl.channel import (API_VERSIONS, KRAFT_FORWARDING_RETRY_TIMEOUT_MS, NOT_CONTROLLER,
-                          REGISTRATION_RETRY_TIMEOUT_MS, SASL_AUTHENTICATION_FAILED,
-                          UNSUPPORTED_VERSION, ControllerChannel, FatalExitError,
-                          api_versions_response, error_counts, own_api_ranges)
+from impl.channel import (KRAFT_FORWARDING_RETRY_TIMEOUT_MS, REGISTRATION_RETRY_TIMEOUT_MS,
+                          ControllerChannel, FatalExitError, api_versions_response, error_counts,
+                          own_api_ranges)
 from impl.context import ControllerInfo
 from impl.protocol import encode_response, parse_request, parse_request_header
+from impl.protocol.api_keys import API_VERSIONS
+from impl.protocol.errors import NOT_CONTROLLER, SASL_AUTHENTICATION_FAILED, UNSUPPORTED_VERSION
 
 CONTROLLER = ControllerInfo(3000, "CONTROLLER", "SASL_SSL")
 CREATE_TOPICS = 19

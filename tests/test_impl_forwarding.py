@@ -16,20 +16,21 @@ import pytest
 
 from channel_helpers import item
 
-from impl.channel import (KRAFT_FORWARDING_RETRY_TIMEOUT_MS, NOT_CONTROLLER, REQUEST_TIMED_OUT,
-                          UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION, ZK_FORWARDING_RETRY_TIMEOUT_MS,
+from impl.channel import (KRAFT_FORWARDING_RETRY_TIMEOUT_MS, ZK_FORWARDING_RETRY_TIMEOUT_MS,
                           REGISTRATION_RETRY_TIMEOUT_MS, ControllerChannel, FatalExitError,
                           IllegalStateError, api_versions_response, error_counts, own_api_ranges)
 from impl.context import ChannelRequest, ControllerInfo, RequestContext
 from impl.forwarding import (CLOSE, CLUSTER_ACTION, CLUSTER_RESOURCE, DISPATCH, ENVELOPE_ERROR,
-                             ERRORS_MESSAGE, FORWARD, KRAFT_BROKER, KRAFT_CONTROLLER, LOCAL,
-                             NETWORK_EXCEPTION, ZK_BROKER, ApiVersion, EnvelopeReceiver,
-                             ForwardingManager, envelope_response, error_response_body,
-                             forwarding_decision, intersect, intersect_forwardable_apis,
-                             promotes_to_not_controller, wrap_inner_response)
+                             FORWARD, KRAFT_BROKER, KRAFT_CONTROLLER, LOCAL, ZK_BROKER,
+                             ApiVersion, EnvelopeReceiver, ForwardingManager, envelope_response,
+                             error_response_body, forwarding_decision, intersect,
+                             intersect_forwardable_apis, promotes_to_not_controller,
+                             wrap_inner_response)
 from impl.protocol import (API_KEYS, FORWARDABLE_API_KEYS, KafkaPrincipal, build_envelope_request,
                            decode, encode, encode_request, encode_response, get_schema,
                            parse_request, parse_request_header, parse_response)
+from impl.protocol.errors import (ERROR_MESSAGES, NETWORK_EXCEPTION, NOT_CONTROLLER,
+                                  REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION)
 from impl.protocol import schema as schema_module
 
 CLUSTER_AUTHORIZATION_FAILED = 31
@@ -1088,7 +1089,7 @@ def test_error_response_of_every_forwardable_api_carries_the_code_where_kafka_pu
         if key in NO_MESSAGE_APIS:
             assert value == message_field.default_value(), place
         elif key in DEFAULT_MESSAGE_APIS:
-            assert value == ERRORS_MESSAGE[code] and value, place
+            assert value == ERROR_MESSAGES[code] and value, place
         else:
             assert value is None, place        # ApiError.fromThrowable: no message given
     # ThrottleTimeMs is set by getErrorResponse except for three APIs.

@@ -7,11 +7,12 @@ import uuid
 import pytest
 
 from impl.context import RequestContext
-from impl.kraft import (CLUSTER_AUTHORIZATION_FAILED, CREATE_ACLS, CREATE_TOPICS,
-                        INCREMENTAL_ALTER_CONFIGS, MV_3_7_IV0, NONE, NOT_CONTROLLER,
-                        UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION, ClusterAuthorizer,
-                        NotControllerError, QuorumController, RaftQuorum, feature_level_record)
+from impl.kraft import (MV_3_7_IV0, ClusterAuthorizer, NotControllerError, QuorumController,
+                        RaftQuorum, feature_level_record)
 from impl.protocol import KafkaPrincipal
+from impl.protocol.api_keys import CREATE_ACLS, CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS
+from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, NONE, NOT_CONTROLLER,
+                                  UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION)
 
 BROKER = KafkaPrincipal("User", "broker")
 ALICE = KafkaPrincipal("User", "alice")

@@ -9,9 +9,10 @@ import pytest
 from impl.config import Endpoint
 from impl.context import RequestContext
 from impl.describe_cluster import describe_cluster_controllers
-from impl.kraft import (MV_3_7_IV0, NOT_CONTROLLER, ClusterAuthorizer, QuorumController,
-                        RaftQuorum, feature_level_record)
+from impl.kraft import (MV_3_7_IV0, ClusterAuthorizer, QuorumController, RaftQuorum,
+                        feature_level_record)
 from impl.protocol import KafkaPrincipal
+from impl.protocol.errors import NOT_CONTROLLER
 from impl.registration import (ControllerRegistrationManager, ExponentialBackoff,
                                kafka_uuid_string, listener_info, random_incarnation_id,
                                registration_backoff)

@@ -18,10 +18,10 @@ import pytest
 
 from impl.zk import (CheckOp, Code, CreateMode, CreateOp, DeleteOp, EventType, KeeperException,
                      KeeperState, SetDataOp, WatchedEvent, ZooKeeper, validate_path)
-from impl.zk_controller import (CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, NOT_CONTROLLER,
-                                STALE_CONTROLLER_EPOCH, ControllerMovedException, KafkaZkClient,
-                                ZkBroker, ZkCluster, ZkWrite, acl_mutation, config_mutation,
-                                decode_controller, encode_controller, zk_writes)
+from impl.protocol.errors import NOT_CONTROLLER, STALE_CONTROLLER_EPOCH
+from impl.zk_controller import (CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, ControllerMovedException,
+                                KafkaZkClient, ZkBroker, ZkCluster, ZkWrite, acl_mutation,
+                                config_mutation, decode_controller, encode_controller, zk_writes)
 
 
 def ev(kind, path):

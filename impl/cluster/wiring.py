@@ -27,9 +27,9 @@ from impl.channel import ControllerChannel, own_api_ranges
 from impl.cluster_config import KRAFT_MODE, ClientConfig, ClusterConfig, NodeConfig
 from impl.context import ControllerInfo
 from impl.forwarding import KRAFT_CONTROLLER, ZK_BROKER, EnvelopeReceiver, ForwardingManager
-from impl.kraft import (SECURITY_PROTOCOL_IDS, ClusterAuthorizer, QuorumController, RaftQuorum,
-                        register_controller_record)
+from impl.kraft import ClusterAuthorizer, QuorumController, RaftQuorum, register_controller_record
 from impl.protocol.principal import KafkaPrincipal
+from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
 from impl.registration import ControllerRegistrationManager
 from impl.sim import Network
 from impl.zk_controller import ZkCluster

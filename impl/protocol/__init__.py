@@ -3,7 +3,8 @@
 Modules, bottom up:
 
 - ``errors``: ``ProtocolError(code, message)``, the one exception for bad bytes, with Kafka's
-  error codes (docs/rules.md section 5) and how each layer re-labels the layer below (F-29);
+  error codes and their default messages (docs/rules.md section 5) and how each layer re-labels
+  the layer below (F-29);
 - ``primitives``: ``Reader``/``Writer`` for int8..int64, uint16, uint32, float64, bool, uuid,
   (unsigned) varint/varlong, compact and non-compact strings, bytes and array lengths, nullable;
 - ``schema``: Kafka's JSON message schemas, verbatim copies of apache/kafka
@@ -14,6 +15,7 @@ Modules, bottom up:
   structs, arrays);
 - ``api_keys``: ``ApiKeys`` (forwardable flag, docs/rules.md section 1.2, the schema names of each
   API) and header versions (docs/rules.md section 1.1);
+- ``security_protocol``: ``SecurityProtocol``'s ids, as the wire carries them;
 - ``wire``: request and response bytes, header then body (``RequestHeader`` v0-2,
   ``ResponseHeader`` v0-1);
 - ``principal``: ``DefaultKafkaPrincipalBuilder``'s principal serde with its version prefix (F-12);
