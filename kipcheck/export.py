@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from model.describe import describe_step, node_name
-from model.state import Msg
+from model.state import message
 from properties.trace import ReplayResult
 
 _SAFE = 2 ** 53 - 1
@@ -77,7 +77,7 @@ def to_mermaid(result: ReplayResult, cfg) -> str:
             lines.append(f"    {c.name}->>{node_name(cfg, c.node)}: "
                          f"{_mermaid_text(describe_step(cfg, st))}")
         elif st.args and isinstance(st.args[0], tuple):
-            m = Msg(*st.args[0])
+            m = message(st.args[0])
             lines.append(f"    {node_name(cfg, m.src)}-->>{node_name(cfg, m.dst)}: "
                          f"{i + 1}. {_mermaid_text(describe_step(cfg, st))}")
         else:

@@ -19,8 +19,10 @@ from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FOR
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
                          REPLY_ENVELOPE, REPLY_REGISTRATION,
-                         Channel, Event, Item, Msg, Node, Record, Reply, Response, State, Write,
-                         replace)
+                         Channel, ControllerRegistrationRequest, ControllerRegistrationResponse,
+                         EnvelopeRequest, EnvelopeResponse, Event, ForwardItem, Item, Msg,
+                         MutationRecord, Node, Record, RegisterControllerRecord, RegistrationItem,
+                         Reply, Response, State, Write, replace)
 
 RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE)
 
@@ -69,7 +71,7 @@ def metadata_version(s: State, n: int | None = None) -> int:
     level = kafka.MINIMUM_KRAFT_VERSION
     for rec in log[:upto]:
         if rec.kind == FEATURE_LEVEL:
-            level = rec.a
+            level = rec.level
     return level
 
 
@@ -164,10 +166,11 @@ def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int
     if reply.how == REPLY_REGISTRATION and s.nodes[reply.to].incarnation != reply.key:
         return s            # the requesting process run is gone, and its connection with it
     if reply.how == REPLY_ENVELOPE:
-        msg = Msg(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key, env_err, inner_err)
+        msg = EnvelopeResponse(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key,
+                               env_err, inner_err)
     else:
-        msg = Msg(REGISTRATION_RESPONSE, src, reply.to, reply.listener, reply.to,
-                  env_err or inner_err, reply.key)
+        msg = ControllerRegistrationResponse(REGISTRATION_RESPONSE, src, reply.to, reply.listener,
+                                             reply.to, env_err or inner_err, reply.key)
     return replace(s, network=s.network | {msg})
 
 
@@ -196,7 +199,7 @@ def _close_connection(s: State, cfg: ModelConfig, reply: Reply) -> State:
         return _respond(s, reply.to, Response(kafka.NETWORK_EXCEPTION))
     node = s.nodes[reply.to]
     inflight = node.channel.inflight
-    if not node.alive or not inflight or inflight.kind != FORWARD or inflight.key != reply.key:
+    if not node.alive or not inflight or inflight.kind != FORWARD or inflight.client != reply.key:
         return s
     return _set_node(s, reply.to, _requeue_front(node))
 
@@ -222,21 +225,25 @@ def _replies_to(n: int, item: Item | None = None):
     """A predicate for ``_forget_replies``: replies that do NOT go to node ``n`` (on the
     connection of channel item ``item``, or on any of its connections)."""
     how = None if item is None else (REPLY_ENVELOPE if item.kind == FORWARD else REPLY_REGISTRATION)
+    # a reply's key is the client (envelopes) or the incarnation (registrations)
+    key = None if item is None else (item.client if item.kind == FORWARD else item.incarnation_id)
 
     def keep(reply: Reply) -> bool:
         if reply.how == REPLY_CLIENT or reply.to != n:
             return True
-        return item is not None and (reply.how != how or reply.key != item.key)
+        return item is not None and (reply.how != how or reply.key != key)
     return keep
 
 
 def _on_connection(m: Msg, n: int, item: Item) -> bool:
     """Is message ``m`` the request or the response of node n's channel item ``item``?"""
     if item.kind == FORWARD:
-        return ((m.kind == ENVELOPE_REQUEST and m.src == n and m.key == item.key)
-                or (m.kind == ENVELOPE_RESPONSE and m.dst == n and m.key == item.key))
-    return ((m.kind == REGISTRATION_REQUEST and m.src == n and m.a == item.key)
-            or (m.kind == REGISTRATION_RESPONSE and m.dst == n and m.b == item.key))
+        return ((m.kind == ENVELOPE_REQUEST and m.src == n and m.client == item.client)
+                or (m.kind == ENVELOPE_RESPONSE and m.dst == n and m.client == item.client))
+    return ((m.kind == REGISTRATION_REQUEST and m.src == n
+             and m.incarnation_id == item.incarnation_id)
+            or (m.kind == REGISTRATION_RESPONSE and m.dst == n
+                and m.incarnation_id == item.incarnation_id))
 
 
 def _connection_messages(s: State, n: int, item: Item) -> frozenset:
@@ -262,7 +269,7 @@ def _controller_accepts_mutation(s: State, cfg: ModelConfig, d: Design, r: int, 
     if q.leader != r:
         # QuorumController: the write event fails with NotControllerException (R-13, F-28).
         return _reply_not_controller(s, cfg, d, r, reply)
-    record = Record(MUTATION_RECORD, req, 0, q.epoch, r, via_envelope, sender_ca)
+    record = MutationRecord(MUTATION_RECORD, req, 0, q.epoch, r, via_envelope, sender_ca)
     if d.ack_before_commit:
         s = _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE)
         pending = (record, ())
@@ -291,8 +298,9 @@ def _receive_envelope(s: State, cfg: ModelConfig, d: Design, r: int, req: int, v
             if d.reforward_forwarded and reply.how == REPLY_ENVELOPE:
                 p = s.nodes[r].known_controller
                 if p != NO_NODE and p != r and s.nodes[p].alive:
-                    msg = Msg(ENVELOPE_REQUEST, r, p, target_listener(cfg, p), req, version,
-                              hops + 1, principal_index(cfg, cfg.nodes[r].principal))
+                    msg = EnvelopeRequest(ENVELOPE_REQUEST, r, p, target_listener(cfg, p), req,
+                                          version, hops + 1,
+                                          principal_index(cfg, cfg.nodes[r].principal))
                     return replace(s, network=s.network | {msg})
             if d.not_controller_unanswered:
                 return s            # dropped: the forwarder waits for its network timeout
@@ -333,7 +341,7 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
         candidates = list(cfg.controllers())        # the static controller.quorum.voters
     elif is_controller:
         # R-21: registrations in the log this controller has replayed.
-        candidates = sorted({rec.a for rec in s.quorum.log[:s.nodes[n].replayed]
+        candidates = sorted({rec.controller_id for rec in s.quorum.log[:s.nodes[n].replayed]
                              if rec.kind == REGISTER_CONTROLLER})
     else:
         # L-27: alive brokers.
@@ -387,7 +395,7 @@ def _broker_forwards_request(s: State, n: int, c: int) -> State:
     """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
     node = s.nodes[n]
     ch = node.channel
-    item = Item(FORWARD, c, s.now, False)
+    item = ForwardItem(FORWARD, c, s.now, False)
     clients = list(s.clients)
     clients[c] = clients[c]._replace(forwarded=True, sent_at=s.now)
     s = replace(s, clients=tuple(clients))
@@ -471,11 +479,13 @@ def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> Stat
     item = ch.queue[0]
     listener = target_listener(cfg, p)
     if item.kind == FORWARD:
-        msg = Msg(ENVELOPE_REQUEST, n, p, listener, item.key, s.clients[item.key].version,
+        msg = EnvelopeRequest(ENVELOPE_REQUEST, n, p, listener, item.client,
+                              s.clients[item.client].version,
                   item.hops, principal_index(cfg, cfg.nodes[n].principal))
         versions = cfg.nodes[p].api_max          # learned from ApiVersions on connect (F-35)
     else:
-        msg = Msg(REGISTRATION_REQUEST, n, p, listener, n, item.key, 0,
+        msg = ControllerRegistrationRequest(REGISTRATION_REQUEST, n, p, listener, n,
+                                            item.incarnation_id, 0,
                   principal_index(cfg, cfg.nodes[n].principal))
         versions = node.ctrl_versions
     node = replace(node, channel=Channel(p, ch.queue[1:], item._replace(sent=s.now)),
@@ -510,8 +520,8 @@ def channel_times_out_request(s: State, cfg: ModelConfig, d: Design, n: int) -> 
     if closed:
         # ... and so is the answer the controller may still send on it
         s = _forget_replies(s, _replies_to(n, item))
-    if item.kind == FORWARD and _waiting(s, item.key):
-        s = _respond(s, item.key, Response(kafka.REQUEST_TIMED_OUT, retried=item.requeued))
+    if item.kind == FORWARD and _waiting(s, item.client):
+        s = _respond(s, item.client, Response(kafka.REQUEST_TIMED_OUT, retried=item.requeued))
     return s
 
 
@@ -523,28 +533,29 @@ def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
     node = s.nodes[n]
     ch = node.channel
     if (not node.alive or not ch.inflight or ch.inflight.kind != FORWARD
-            or ch.inflight.key != m.key or ch.cached != m.src):
+            or ch.inflight.client != m.client or ch.cached != m.src):
         return None
     s = replace(s, network=s.network - {m})
     item = ch.inflight
-    if m.a == kafka.NOT_CONTROLLER:
+    if m.error == kafka.NOT_CONTROLLER:
         node = _requeue_front(node)
         node = replace(node, not_controller_from=node.not_controller_from | {m.src})
         return _set_node(s, n, node)
-    told = (node.not_controller_from | {m.src} if m.b == kafka.NOT_CONTROLLER
+    told = (node.not_controller_from | {m.src} if m.inner_error == kafka.NOT_CONTROLLER
             else node.not_controller_from)
     s = _set_node(s, n, replace(node, channel=ch._replace(inflight=()), not_controller_from=told))
-    if not _waiting(s, m.key):
+    if not _waiting(s, m.client):
         return s
-    if m.a == kafka.NONE:
-        response = Response(m.b, retried=item.requeued)
-    elif m.a == kafka.UNSUPPORTED_VERSION:
+    if m.error == kafka.NONE:
+        response = Response(m.inner_error, retried=item.requeued)
+    elif m.error == kafka.UNSUPPORTED_VERSION:
         # The forwarder closes the client connection so it renegotiates (KAFKA-10674).
-        response = Response(kafka.NETWORK_EXCEPTION, envelope_error=m.a, retried=item.requeued)
+        response = Response(kafka.NETWORK_EXCEPTION, envelope_error=m.error,
+                            retried=item.requeued)
     else:
-        code = m.a if d.leak_envelope_error else kafka.UNKNOWN_SERVER_ERROR
-        response = Response(code, envelope_error=m.a, retried=item.requeued)
-    return _respond(s, m.key, response)
+        code = m.error if d.leak_envelope_error else kafka.UNKNOWN_SERVER_ERROR
+        response = Response(code, envelope_error=m.error, retried=item.requeued)
+    return _respond(s, m.client, response)
 
 
 def node_discards_stale_response(s: State, cfg: ModelConfig, d: Design, m: Msg) -> State | None:
@@ -561,8 +572,9 @@ def _response_matches(s: State, m: Msg) -> bool:
     if not node.alive or not inflight or node.channel.cached != m.src:
         return False
     if m.kind == ENVELOPE_RESPONSE:
-        return inflight.kind == FORWARD and inflight.key == m.key
-    return inflight.kind == REGISTRATION and inflight.key == m.b == node.incarnation
+        return inflight.kind == FORWARD and inflight.client == m.client
+    return (inflight.kind == REGISTRATION
+            and inflight.incarnation_id == m.incarnation_id == node.incarnation)
 
 
 # --------------------------------------------------------------------------------------------
@@ -575,9 +587,10 @@ def controller_handles_envelope(s: State, cfg: ModelConfig, d: Design, m: Msg) -
     checks that its peer is alive, and a crash drops the messages to the crashed node; the
     invariant messages-to-live-nodes of properties/symbolic/invariants.py)."""
     s = replace(s, network=s.network - {m})
-    reply = Reply(REPLY_ENVELOPE, m.src, m.key, m.listener, m.b)
+    reply = Reply(REPLY_ENVELOPE, m.src, m.client, m.listener, m.hops)
     sender = cfg.principal_names[m.sender_principal]
-    return _receive_envelope(s, cfg, d, m.dst, m.key, m.a, m.b, m.listener, sender, reply)
+    return _receive_envelope(s, cfg, d, m.dst, m.client, m.version, m.hops, m.listener, sender,
+                             reply)
 
 
 def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
@@ -647,7 +660,7 @@ def controller_sends_registration(s: State, cfg: ModelConfig, d: Design, c: int)
             or metadata_version(s, c) < kafka.MV_3_7_IV0):
         return _set_node(s, c, node)
     ch = node.channel
-    item = Item(REGISTRATION, node.incarnation, s.now, False)
+    item = RegistrationItem(REGISTRATION, node.incarnation, s.now, False)
     node = replace(node, pending_rpc=True, channel=ch._replace(queue=ch.queue + (item,)))
     return _set_node(s, c, node)
 
@@ -658,7 +671,7 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
     controller is alive, as for an envelope (controller_handles_envelope)."""
     r = m.dst
     s = replace(s, network=s.network - {m})
-    reply = Reply(REPLY_REGISTRATION, m.src, m.a, m.listener)
+    reply = Reply(REPLY_REGISTRATION, m.src, m.incarnation_id, m.listener)
     if not cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION):
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
     q = s.quorum
@@ -668,13 +681,14 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
     # R-15: the record copies the IncarnationId the controller chose; the variant numbers a
     # re-registration of the registered incarnation anew, as if it were a broker epoch
-    incarnation = m.a
-    if d.registration_bumps_same_incarnation and m.a == _registered_incarnation(q, m.src):
-        incarnation = m.a + 1
+    incarnation = m.incarnation_id
+    if (d.registration_bumps_same_incarnation
+            and m.incarnation_id == _registered_incarnation(q, m.src)):
+        incarnation = m.incarnation_id + 1
     # sender_cluster_action is a ghost (P9 reads it; no step does): what the ACLs say of the
     # connection's principal, looked up afresh rather than taken from the check above
-    record = Record(REGISTER_CONTROLLER, m.src, incarnation, q.epoch, r,
-                    sender_cluster_action=cfg.allows(cfg.principal_names[m.sender_principal],
+    record = RegisterControllerRecord(REGISTER_CONTROLLER, m.src, incarnation, q.epoch, r,
+                                      sender_cluster_action=cfg.allows(cfg.principal_names[m.sender_principal],
                                                      kafka.CLUSTER_ACTION))
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
 
@@ -684,8 +698,8 @@ def _registered_incarnation(q, c: int) -> int | None:
     last RegisterControllerRecord for c it appended, committed or not (R-18: last wins)."""
     inc = None
     for rec in q.log + tuple(rec for rec, _ in q.uncommitted):
-        if rec.kind == REGISTER_CONTROLLER and rec.a == c:
-            inc = rec.b
+        if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c:
+            inc = rec.incarnation_id
     return inc
 
 
@@ -698,12 +712,12 @@ def controller_handles_registration_response(s: State, cfg: ModelConfig, d: Desi
     c = m.dst
     node = s.nodes[c]
     s = replace(s, network=s.network - {m})
-    if m.a == kafka.NOT_CONTROLLER:
+    if m.error == kafka.NOT_CONTROLLER:
         node = _requeue_front(node)
         told = node.not_controller_from | {m.src}
         return _set_node(s, c, replace(node, not_controller_from=told))
     node = replace(node, channel=node.channel._replace(inflight=()), pending_rpc=False)
-    if m.a != kafka.NONE:
+    if m.error != kafka.NONE:
         node = replace(node, retry_at=s.now + 1)
     elif d.registration_trusts_response:
         node = replace(node, registered_in_log=True)
@@ -715,9 +729,12 @@ def _publish_record(cfg: ModelConfig, d: Design, n: int, node: Node, rec: Record
     registration for its ID says whether this incarnation is registered; a registration or a
     feature change queues the send check."""
     if cfg.registration and cfg.nodes[n].role == CONTROLLER:
-        if (rec.kind == REGISTER_CONTROLLER and rec.a == n and not d.registration_trusts_response
-                and not (d.registration_never_confirmed and rec.b == node.incarnation)):
-            node = replace(node, registered_in_log=rec.b == node.incarnation, send_requested=True)
+        if (rec.kind == REGISTER_CONTROLLER and rec.controller_id == n
+                and not d.registration_trusts_response
+                and not (d.registration_never_confirmed
+                         and rec.incarnation_id == node.incarnation)):
+            node = replace(node, registered_in_log=rec.incarnation_id == node.incarnation,
+                           send_requested=True)
         elif rec.kind == FEATURE_LEVEL:
             node = replace(node, send_requested=True)
     return node

@@ -21,8 +21,8 @@ from model.actions import (advertised_version, epoch_holder, metadata_version,
 from model.config import DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
-                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, Item, Msg,
-                         Record, Response, State)
+                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, MSG_ARITY,
+                         Item, Msg, Record, Response, State, message)
 from model.step import Step
 
 # The record a controller appends for each mutation (QuorumController's replay types).
@@ -89,12 +89,13 @@ def _endpoints(cfg: ModelConfig, endpoints) -> str:
 
 def describe_record(cfg: ModelConfig, rec: Record) -> str:
     if rec.kind == FEATURE_LEVEL:
-        return f"a FeatureLevelRecord for metadata.version {_mv(rec.a)}"
+        return f"a FeatureLevelRecord for metadata.version {_mv(rec.level)}"
     if rec.kind == REGISTER_CONTROLLER:
-        return f"a RegisterControllerRecord for {node_name(cfg, rec.a)} with incarnation_id {rec.b}"
-    spec = cfg.clients[rec.a] if 0 <= rec.a < len(cfg.clients) else None
+        return (f"a RegisterControllerRecord for {node_name(cfg, rec.controller_id)} with "
+                f"incarnation_id {rec.incarnation_id}")
+    spec = cfg.clients[rec.client] if 0 <= rec.client < len(cfg.clients) else None
     kind = _RECORD_OF_API.get(spec.api if spec else None, "metadata record")
-    return f"the {kind} of {_request(cfg, rec.a)}"
+    return f"the {kind} of {_request(cfg, rec.client)}"
 
 
 def describe_response(cfg: ModelConfig, c: int, r: Response) -> str:
@@ -114,26 +115,28 @@ def describe_msg(cfg: ModelConfig, m: Msg) -> str:
     CreateTopics v7"."""
     src, dst = node_name(cfg, m.src), node_name(cfg, m.dst)
     if m.kind == ENVELOPE_REQUEST:
-        hop = f", on forwarding hop {m.b}" if m.b > 1 else ""
+        hop = f", on forwarding hop {m.hops}" if m.hops > 1 else ""
         return (f"{src}'s EnvelopeRequest to {dst} on {_listener(cfg, m.listener)} carrying "
-                f"{_request(cfg, m.key, m.a)}{hop}")
+                f"{_request(cfg, m.client, m.version)}{hop}")
     if m.kind == ENVELOPE_RESPONSE:
-        inner = f", inner error {_err(m.b)}" if m.a == kafka.NONE and m.b != kafka.NONE else ""
-        return (f"{src}'s EnvelopeResponse to {dst} for {_request(cfg, m.key)} "
-                f"(error {_err(m.a)}{inner})")
+        inner = (f", inner error {_err(m.inner_error)}"
+                 if m.error == kafka.NONE and m.inner_error != kafka.NONE else "")
+        return (f"{src}'s EnvelopeResponse to {dst} for {_request(cfg, m.client)} "
+                f"(error {_err(m.error)}{inner})")
     if m.kind == REGISTRATION_REQUEST:
         return (f"{src}'s ControllerRegistrationRequest to {dst} on {_listener(cfg, m.listener)} "
-                f"for incarnation_id {m.a}")
+                f"for incarnation_id {m.incarnation_id}")
     if m.kind == REGISTRATION_RESPONSE:
-        return (f"{src}'s ControllerRegistrationResponse to {dst} for incarnation_id {m.b} "
-                f"(error {_err(m.a)})")
+        return (f"{src}'s ControllerRegistrationResponse to {dst} for incarnation_id "
+                f"{m.incarnation_id} (error {_err(m.error)})")
     return f"an unknown message from {src} to {dst}"
 
 
 def _item(cfg: ModelConfig, n: int, item: Item) -> str:
     if item.kind == FORWARD:
-        return _request(cfg, item.key)
-    return f"{node_name(cfg, n)}'s ControllerRegistrationRequest for incarnation_id {item.key}"
+        return _request(cfg, item.client)
+    return (f"{node_name(cfg, n)}'s ControllerRegistrationRequest for incarnation_id "
+            f"{item.incarnation_id}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,16 +252,16 @@ def _effects(cfg: ModelConfig, b: State, a: State, skip=(), consumed: Msg | None
 def _sent(cfg: ModelConfig, m: Msg) -> str:
     src, dst = node_name(cfg, m.src), node_name(cfg, m.dst)
     if m.kind == ENVELOPE_RESPONSE:
-        return (f"{src} answers {dst}'s EnvelopeRequest for {_request(cfg, m.key)} with "
-                f"{_answer(m.a, m.b)}")
+        return (f"{src} answers {dst}'s EnvelopeRequest for {_request(cfg, m.client)} with "
+                f"{_answer(m.error, m.inner_error)}")
     if m.kind == REGISTRATION_RESPONSE:
-        return (f"{src} answers {dst}'s ControllerRegistrationRequest for incarnation_id {m.b} "
-                f"with {_err(m.a)}")
+        return (f"{src} answers {dst}'s ControllerRegistrationRequest for incarnation_id "
+                f"{m.incarnation_id} with {_err(m.error)}")
     if m.kind == ENVELOPE_REQUEST:
-        return (f"{src} forwards {_request(cfg, m.key, m.a)} to {dst} in an EnvelopeRequest on "
-                f"{_listener(cfg, m.listener)}, hop {m.b}")
-    return (f"{src} sends a ControllerRegistrationRequest for incarnation_id {m.a} to {dst} on "
-            f"{_listener(cfg, m.listener)}")
+        return (f"{src} forwards {_request(cfg, m.client, m.version)} to {dst} in an "
+                f"EnvelopeRequest on {_listener(cfg, m.listener)}, hop {m.hops}")
+    return (f"{src} sends a ControllerRegistrationRequest for incarnation_id {m.incarnation_id} "
+            f"to {dst} on {_listener(cfg, m.listener)}")
 
 
 def _channel_effects(cfg: ModelConfig, n: int, nb, na) -> list:
@@ -266,7 +269,7 @@ def _channel_effects(cfg: ModelConfig, n: int, nb, na) -> list:
     cb, ca = nb.channel, na.channel
     out = []
     if cb.inflight and not ca.inflight and ca.queue[:1] and ca.queue[0].requeued \
-            and ca.queue[0].key == cb.inflight.key and ca.queue[0].kind == cb.inflight.kind:
+            and ca.queue[0][:2] == cb.inflight[:2]:     # the same kind and request
         who = f" and forgets {node_name(cfg, cb.cached)}" if cb.cached != NO_NODE else ""
         out.append(f"{name} puts {_item(cfg, n, cb.inflight)} back at the front of its "
                    f"controller channel{who}")
@@ -391,11 +394,11 @@ def _channel_sends_request(cfg, n, b, a):
     listener = a and next((m.listener for m in a.network - b.network), None)
     on = f" on {_listener(cfg, listener)}" if listener is not None else ""
     if item.kind == FORWARD:
-        main = (f"{name} {verb} {_request(cfg, item.key, b.clients[item.key].version)} to {pname} "
-                f"in an EnvelopeRequest{on}")
+        main = (f"{name} {verb} {_request(cfg, item.client, b.clients[item.client].version)} "
+                f"to {pname} in an EnvelopeRequest{on}")
     else:
-        main = (f"{name} {verb} a ControllerRegistrationRequest for incarnation_id {item.key} "
-                f"to {pname}{on}")
+        main = (f"{name} {verb} a ControllerRegistrationRequest for incarnation_id "
+                f"{item.incarnation_id} to {pname}{on}")
     if a is None:
         return main
     return _with(main, _effects(cfg, b, a, skip=("network", "channel")))
@@ -452,11 +455,11 @@ def _reason_closed(cfg, m: Msg, b: State) -> str:
 
 
 def _controller_handles_envelope(cfg, msg, b, a):
-    m = Msg(*msg)
+    m = message(msg)
     src = node_name(cfg, m.src)
-    hop = f", hop {m.b}" if m.b > 1 else ""
+    hop = f", hop {m.hops}" if m.hops > 1 else ""
     main = (f"{_role(cfg, b, m.dst)} handles {src}'s EnvelopeRequest on "
-            f"{_listener(cfg, m.listener)} carrying {_request(cfg, m.key, m.a)}{hop}")
+            f"{_listener(cfg, m.listener)} carrying {_request(cfg, m.client, m.version)}{hop}")
     if b is None or a is None:
         return main
     effects = _effects(cfg, b, a, consumed=m)
@@ -467,21 +470,21 @@ def _controller_handles_envelope(cfg, msg, b, a):
         effects.insert(0, _reason_closed(cfg, m, b))
     sender = cfg.principal_names[m.sender_principal]
     for x in a.network - b.network:
-        if x.kind == ENVELOPE_RESPONSE and x.a == kafka.CLUSTER_AUTHORIZATION_FAILED:
+        if x.kind == ENVELOPE_RESPONSE and x.error == kafka.CLUSTER_AUTHORIZATION_FAILED:
             effects.append(f"{src}'s principal {sender} lacks CLUSTER_ACTION")
     return _with(main, effects)
 
 
 def _broker_handles_envelope_response(cfg, msg, b, a):
-    m = Msg(*msg)
+    m = message(msg)
     dst, src = node_name(cfg, m.dst), node_name(cfg, m.src)
-    main = (f"{dst} handles {src}'s EnvelopeResponse for {_request(cfg, m.key)}, which says "
-            f"{_answer(m.a, m.b)}")
+    main = (f"{dst} handles {src}'s EnvelopeResponse for {_request(cfg, m.client)}, which says "
+            f"{_answer(m.error, m.inner_error)}")
     if b is None or a is None:
         return main
     effects = _effects(cfg, b, a, consumed=m)
-    if not effects and m.a != kafka.NOT_CONTROLLER:
-        effects.append(f"{_client(cfg, m.key)} already has its answer")
+    if not effects and m.error != kafka.NOT_CONTROLLER:
+        effects.append(f"{_client(cfg, m.client)} already has its answer")
     return _with(main, effects)
 
 
@@ -505,29 +508,30 @@ def _controller_sends_registration(cfg, c, b, a):
 
 
 def _controller_handles_registration(cfg, msg, b, a):
-    m = Msg(*msg)
+    m = message(msg)
     main = (f"{_role(cfg, b, m.dst)} handles {node_name(cfg, m.src)}'s "
             f"ControllerRegistrationRequest on {_listener(cfg, m.listener)} for incarnation_id "
-            f"{m.a}")
+            f"{m.incarnation_id}")
     if b is None or a is None:
         return main
     return _with(main, _effects(cfg, b, a, consumed=m))
 
 
 def _controller_handles_registration_response(cfg, msg, b, a):
-    m = Msg(*msg)
+    m = message(msg)
     main = (f"{node_name(cfg, m.dst)} handles {node_name(cfg, m.src)}'s "
-            f"ControllerRegistrationResponse for incarnation_id {m.b}, which says {_err(m.a)}")
+            f"ControllerRegistrationResponse for incarnation_id {m.incarnation_id}, which says "
+            f"{_err(m.error)}")
     if b is None or a is None:
         return main
     effects = _effects(cfg, b, a, consumed=m)
-    if m.a == kafka.NONE and not a.nodes[m.dst].registered_in_log:
+    if m.error == kafka.NONE and not a.nodes[m.dst].registered_in_log:
         effects.append("it waits for its RegisterControllerRecord in the log")
     return _with(main, effects)
 
 
 def _node_discards_stale_response(cfg, msg, b, a):
-    m = Msg(*msg)
+    m = message(msg)
     dst = node_name(cfg, m.dst)
     main = f"{dst} discards {describe_msg(cfg, m)}"
     if b is None:
@@ -535,9 +539,9 @@ def _node_discards_stale_response(cfg, msg, b, a):
     node = b.nodes[m.dst]
     if not node.alive:
         return f"{dst} is down: {describe_msg(cfg, m)} is lost"
-    if m.kind == REGISTRATION_RESPONSE and m.b != node.incarnation:
-        return (f"{main}: it answers incarnation_id {m.b}, but {dst} now runs incarnation "
-                f"{node.incarnation}")
+    if m.kind == REGISTRATION_RESPONSE and m.incarnation_id != node.incarnation:
+        return (f"{main}: it answers incarnation_id {m.incarnation_id}, but {dst} now runs "
+                f"incarnation {node.incarnation}")
     return f"{main}: nobody waits for it, its connection is gone"
 
 
@@ -663,7 +667,7 @@ def _zk_expires_session(cfg, n, b, a):
 
 
 def _network_drops_message(cfg, msg, b, a):
-    m = Msg(*msg)
+    m = message(msg)
     main = f"The network loses {describe_msg(cfg, m)}, and the connection breaks"
     if b is None or a is None:
         return main
@@ -734,7 +738,7 @@ def describe_step(cfg: ModelConfig, st: Step, before: State | None = None,
     if fn is None or len(args) > 1:
         return f"an unknown step {st}"
     arg = args[0] if args else None
-    if isinstance(arg, tuple) and len(arg) != len(Msg._fields):
+    if isinstance(arg, tuple) and len(arg) != MSG_ARITY:
         return f"a malformed step {st}"
     try:
         return fn(cfg, arg, before, after)
@@ -854,7 +858,7 @@ def _field_metadata_caches(cfg, d, s):
 
 def _field_envelopes(cfg, d, s):
     msgs = sorted(m for m in s.network if m.kind == ENVELOPE_REQUEST)
-    return [f"in flight: {describe_msg(cfg, m)}" + ("" if m.b > 1 else ", hop 1")
+    return [f"in flight: {describe_msg(cfg, m)}" + ("" if m.hops > 1 else ", hop 1")
             for m in msgs] or \
         ["no EnvelopeRequest is in flight"]
 
@@ -892,8 +896,8 @@ def _field_controller_channels(cfg, d, s):
 def _latest(log, c, upto=None):
     inc = None
     for rec in log[:upto]:
-        if rec.kind == REGISTER_CONTROLLER and rec.a == c:
-            inc = rec.b
+        if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c:
+            inc = rec.incarnation_id
     return inc
 
 
@@ -936,8 +940,8 @@ def _field_applied_mutations(cfg, d, s):
         applied = [(w.req, f"written to ZooKeeper by {node_name(cfg, w.writer)}", w.via_envelope,
                     w.privileged, w.sender_cluster_action) for w in s.zk.writes]
     else:
-        applied = [(r.a, f"committed at offset {i} by {node_name(cfg, r.writer)}", r.via_envelope,
-                    True, r.sender_cluster_action)
+        applied = [(r.client, f"committed at offset {i} by {node_name(cfg, r.writer)}",
+                    r.via_envelope, True, r.sender_cluster_action)
                    for i, r in enumerate(s.quorum.log) if r.kind == MUTATION_RECORD]
     for req, where, via, privileged, sender_ok in applied:
         spec = cfg.clients[req]
@@ -1020,9 +1024,10 @@ def _field_acknowledged(cfg, d, s):
                               if queued else ""))
             continue
         idx = next((i for i, r in enumerate(s.quorum.log)
-                    if r.kind == MUTATION_RECORD and r.a == c), None)
+                    if r.kind == MUTATION_RECORD and r.client == c), None)
         if idx is None:
-            pending = any(r.kind == MUTATION_RECORD and r.a == c for r, _ in s.quorum.uncommitted)
+            pending = any(r.kind == MUTATION_RECORD and r.client == c
+                          for r, _ in s.quorum.uncommitted)
             out.append(f"{head}; the committed metadata log has no record of it"
                        + (f", {node_name(cfg, s.quorum.leader)} holds it uncommitted"
                           if pending else ""))

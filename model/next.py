@@ -14,8 +14,9 @@ from functools import lru_cache
 from model import actions as A
 from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, MSG_KIND_NAMES,
-                         REGISTER_CONTROLLER, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, Client,
-                         Msg, Node, Quorum, NO_NODE, Record, State, Zk)
+                         MSG_ARITY, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, Client, FeatureLevelRecord, Node, Quorum, NO_NODE,
+                         RegisterControllerRecord, State, Zk, message)
 from model.step import Step
 
 # argument kinds
@@ -108,8 +109,8 @@ def initial_state(cfg: ModelConfig) -> State:
     log = ()
     if cfg.mode == KRAFT:
         epoch = 0 if ic == NO_NODE else 1
-        log = (Record(FEATURE_LEVEL, cfg.metadata_version, 0, epoch, ic),)
-        log += tuple(Record(REGISTER_CONTROLLER, c, 0, epoch, ic)
+        log = (FeatureLevelRecord(FEATURE_LEVEL, cfg.metadata_version, 0, epoch, ic),)
+        log += tuple(RegisterControllerRecord(REGISTER_CONTROLLER, c, 0, epoch, ic)
                      for c in cfg.initially_registered)
     for i, spec in enumerate(cfg.nodes):
         if cfg.mode == ZK:
@@ -205,15 +206,15 @@ def step(s: State, cfg: ModelConfig, d: Design, st: Step) -> State | None:
         raise ValueError(f"{st.action} takes one argument, got {list(args)}")
     arg = args[0]
     if kind == MSG_ARG:
-        if not (isinstance(arg, tuple) and len(arg) == len(Msg._fields)
+        if not (isinstance(arg, tuple) and len(arg) == MSG_ARITY
                 and all(isinstance(x, int) for x in arg)):
-            raise ValueError(f"{st.action} takes a message ({len(Msg._fields)} ints), got {arg!r}")
-        m = Msg(*arg)
+            raise ValueError(f"{st.action} takes a message ({MSG_ARITY} ints), got {arg!r}")
         kinds = ACTION_BY_NAME[st.action].msg_kinds
-        if m.kind not in kinds:
+        if arg[0] not in kinds:
             raise ValueError(f"{st.action} takes a message of kind "
                              f"{' or '.join(_kind_name(k) for k in kinds)}, got kind "
-                             f"{_kind_name(m.kind)}")
+                             f"{_kind_name(arg[0])}")
+        m = message(arg)
         return fn(s, cfg, d, m) if m in s.network else None
     limit = len(s.clients) if kind == CLIENT_ARG else len(s.nodes)
     if not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < limit:
@@ -255,7 +256,7 @@ def replay(cfg: ModelConfig, d: Design, steps) -> list:
         t = step(states[-1], cfg, d, st)
         if t is None:
             why = ""
-            if _BY_NAME[st.action][1] == MSG_ARG and Msg(*st.args[0]) not in states[-1].network:
+            if _BY_NAME[st.action][1] == MSG_ARG and tuple(st.args[0]) not in states[-1].network:
                 why = ": its message is not in the network"
             raise ValueError(f"step {i + 1} ({st}) is not enabled{why}")
         states.append(t)

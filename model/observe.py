@@ -29,13 +29,15 @@ def observe(s: State, cfg: ModelConfig) -> Observation:
         writes = tuple((w.req, w.writer, w.writer_epoch) for w in s.zk.writes)
         regs = ()
     else:
-        writes = tuple((r.a, r.writer, r.epoch) for r in s.quorum.log if r.kind == MUTATION_RECORD)
-        regs = tuple((r.a, r.b) for r in s.quorum.log if r.kind == REGISTER_CONTROLLER)
+        writes = tuple((r.client, r.writer, r.epoch) for r in s.quorum.log
+                       if r.kind == MUTATION_RECORD)
+        regs = tuple((r.controller_id, r.incarnation_id) for r in s.quorum.log
+                     if r.kind == REGISTER_CONTROLLER)
     registered = tuple(s.nodes[c].registered_in_log for c in cfg.controllers())
     return Observation(responses, endpoints, writes, regs, registered)
 
 
 def observe_step(prev: State, st: Step, nxt: State, cfg: ModelConfig) -> tuple:
     """Envelopes a transition put on the wire: (forwarder, controller, client, hops)."""
-    return tuple((m.src, m.dst, m.key, m.b) for m in sorted(nxt.network - prev.network)
+    return tuple((m.src, m.dst, m.client, m.hops) for m in sorted(nxt.network - prev.network)
                  if m.kind == ENVELOPE_REQUEST)

@@ -56,15 +56,37 @@ FEATURE_LEVEL, REGISTER_CONTROLLER, MUTATION_RECORD = 0, 1, 2
 REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION = 0, 1, 2
 
 
-class Item(NamedTuple):
-    """A queued request of a node's controller channel (F-14, F-19)."""
-    kind: int           # FORWARD | REGISTRATION
-    key: int            # FORWARD: client index; REGISTRATION: the incarnation being registered
+class ForwardItem(NamedTuple):
+    """A client's request queued on a broker's forwarding channel (F-14, F-19)."""
+    kind: int           # FORWARD
+    client: int         # the client whose request it is
     created: int        # enqueue time: the retry timeout counts from here (F-17)
     requeued: bool      # was put back at the front after NOT_CONTROLLER or a disconnect
-    hops: int = 1       # forwarding hops this request has made once sent
+    hops: int = 1       # forwarding hops this request has made once sent (F-10)
     sent: int = -1      # in flight: when it was sent (the network timeout counts from here,
                         # F-16); NO_TIME while queued
+
+
+class RegistrationItem(NamedTuple):
+    """A controller's ControllerRegistrationRequest queued on its channel (R-4), in
+    ForwardItem's positions (the state's fingerprint, and so every exploration, is the same
+    whatever the kinds' field names)."""
+    kind: int           # REGISTRATION
+    incarnation_id: int  # the incarnation being registered
+    created: int
+    requeued: bool
+    reserved: int = 1   # ForwardItem's hop count; a registration is never forwarded
+    sent: int = -1
+
+
+# a channel item, whichever its kind; ``item(t)`` rebuilds one from its tuple
+Item = ForwardItem | RegistrationItem
+ITEM_TYPES = {FORWARD: ForwardItem, REGISTRATION: RegistrationItem}
+
+
+def item(fields) -> Item:
+    """The channel item whose tuple is ``fields`` (its first field says its kind)."""
+    return ITEM_TYPES[fields[0]]._make(fields)
 
 
 class Channel(NamedTuple):
@@ -73,15 +95,73 @@ class Channel(NamedTuple):
     inflight: tuple = ()        # the Item in flight, or (): at most one (F-16)
 
 
-class Msg(NamedTuple):
-    kind: int           # ENVELOPE_REQUEST, ...
+# Messages between nodes.  Every kind has the same eight positions (kind, src, dst, listener,
+# then four of its own), so that a step names the message it takes by its tuple of ints in every
+# trace; each kind names its own fields.
+
+class EnvelopeRequest(NamedTuple):
+    """F-11..F-13: a broker forwards a client's request to the controller."""
+    kind: int           # ENVELOPE_REQUEST
     src: int
     dst: int
     listener: int       # index of the listener name it arrives on
-    key: int            # client index (envelopes) or controller index (registrations)
-    a: int = 0          # request: inner API version | incarnation; response: top-level error
-    b: int = 0          # request: hops | 0; response: inner error | incarnation answered
-    sender_principal: int = 0  # index into PRINCIPALS of the connection's principal (envelopes)
+    client: int         # the client whose request it carries
+    version: int        # the inner request's API version
+    hops: int           # forwarding hops so far (F-10)
+    sender_principal: int = 0  # index into PRINCIPALS of the connection's principal
+
+
+class EnvelopeResponse(NamedTuple):
+    """F-34: the controller's answer to an EnvelopeRequest."""
+    kind: int           # ENVELOPE_RESPONSE
+    src: int
+    dst: int
+    listener: int
+    client: int         # the client whose request it answers
+    error: int          # the EnvelopeResponse's own ErrorCode
+    inner_error: int    # the inner response's error
+    sender_principal: int = 0
+
+
+class ControllerRegistrationRequest(NamedTuple):
+    """R-4: a controller registers its incarnation with the active controller."""
+    kind: int           # REGISTRATION_REQUEST
+    src: int
+    dst: int
+    listener: int
+    controller_id: int
+    incarnation_id: int
+    reserved: int       # always 0 (EnvelopeRequest's hop count)
+    sender_principal: int = 0
+
+
+class ControllerRegistrationResponse(NamedTuple):
+    """R-6, R-16: the active controller's answer to a ControllerRegistrationRequest."""
+    kind: int           # REGISTRATION_RESPONSE
+    src: int
+    dst: int
+    listener: int
+    controller_id: int  # the controller it answers
+    error: int
+    incarnation_id: int  # the incarnation whose request it answers
+    sender_principal: int = 0
+
+
+# a message between nodes, whichever its kind; ``message(t)`` rebuilds one from its tuple
+Msg = EnvelopeRequest | EnvelopeResponse | ControllerRegistrationRequest | \
+    ControllerRegistrationResponse
+MSG_TYPES = {ENVELOPE_REQUEST: EnvelopeRequest, ENVELOPE_RESPONSE: EnvelopeResponse,
+             REGISTRATION_REQUEST: ControllerRegistrationRequest,
+             REGISTRATION_RESPONSE: ControllerRegistrationResponse}
+MSG_ARITY = 8       # every kind's number of fields
+
+
+def message(fields) -> Msg:
+    """The message whose tuple is ``fields`` (its first field says its kind)."""
+    kind = MSG_TYPES.get(fields[0]) if len(fields) == MSG_ARITY else None
+    if kind is None:
+        raise ValueError(f"not a message: {tuple(fields)!r}")
+    return kind._make(fields)
 
 
 class Reply(NamedTuple):
@@ -107,15 +187,52 @@ class Write(NamedTuple):
     zk_holder: int = NO_NODE
 
 
-class Record(NamedTuple):
-    """A metadata-log record (KRaft)."""
-    kind: int           # FEATURE_LEVEL | REGISTER_CONTROLLER | MUTATION_RECORD
-    a: int              # MV level | controller index | client index
-    b: int              # 0 | incarnation | 0
+# Metadata-log records (KRaft).  Every kind has the same seven positions (kind, two of its
+# own, then who appended it in which epoch and the ghosts P4/P9 read), as channel items and
+# messages do: a state's fingerprint depends on positions only.
+
+class FeatureLevelRecord(NamedTuple):
+    """The FeatureLevelRecord for metadata.version the log starts with (R-1)."""
+    kind: int           # FEATURE_LEVEL
+    level: int          # the metadata.version feature level
+    reserved: int       # always 0
     epoch: int          # leader epoch that appended it
     writer: int         # the leader that appended it
     via_envelope: bool = False
     sender_cluster_action: bool = True
+
+
+class RegisterControllerRecord(NamedTuple):
+    """R-15: a controller's registration, as the active controller appended it."""
+    kind: int           # REGISTER_CONTROLLER
+    controller_id: int
+    incarnation_id: int
+    epoch: int
+    writer: int
+    via_envelope: bool = False
+    sender_cluster_action: bool = True
+
+
+class MutationRecord(NamedTuple):
+    """The record of a client's mutation (CreateTopics, CreateAcls, ...)."""
+    kind: int           # MUTATION_RECORD
+    client: int         # the client whose mutation it is
+    reserved: int       # always 0
+    epoch: int
+    writer: int
+    via_envelope: bool = False      # it came in an EnvelopeRequest
+    sender_cluster_action: bool = True  # ghost: that envelope's sender had CLUSTER_ACTION
+
+
+# a metadata-log record, whichever its kind; ``record(t)`` rebuilds one from its tuple
+Record = FeatureLevelRecord | RegisterControllerRecord | MutationRecord
+RECORD_TYPES = {FEATURE_LEVEL: FeatureLevelRecord, REGISTER_CONTROLLER: RegisterControllerRecord,
+                MUTATION_RECORD: MutationRecord}
+
+
+def record(fields) -> Record:
+    """The record whose tuple is ``fields`` (its first field says its kind)."""
+    return RECORD_TYPES[fields[0]]._make(fields)
 
 
 class Event(NamedTuple):

@@ -43,20 +43,20 @@ def _incarnations(s: State) -> dict:
     q = s.quorum
     for rec in q.log + tuple(r for r, _ in q.uncommitted):
         if rec.kind == REGISTER_CONTROLLER:
-            incs[rec.a].add(rec.b)
+            incs[rec.controller_id].add(rec.incarnation_id)
     for _, reply in q.uncommitted:
         if reply and reply.how == REPLY_REGISTRATION:
             incs[reply.to].add(reply.key)
     for m in s.network:
         if m.kind == REGISTRATION_REQUEST:
-            incs[m.src].add(m.a)
+            incs[m.src].add(m.incarnation_id)
         elif m.kind == REGISTRATION_RESPONSE:
-            incs[m.dst].add(m.b)
+            incs[m.dst].add(m.incarnation_id)
     for n, node in enumerate(s.nodes):
         ch = node.channel
         for item in ((ch.inflight,) if ch.inflight else ()) + ch.queue:
             if item.kind == REGISTRATION:
-                incs[n].add(item.key)
+                incs[n].add(item.incarnation_id)
     return incs
 
 
@@ -76,14 +76,17 @@ def remap(s: State, perm: tuple, zk_epochs: dict, zk_versions: dict, kraft_epoch
 
     def rec_map(rec):
         if rec.kind == REGISTER_CONTROLLER:
-            rec = rec._replace(a=perm[rec.a], b=incs[rec.a][rec.b])
+            rec = rec._replace(controller_id=perm[rec.controller_id],
+                               incarnation_id=incs[rec.controller_id][rec.incarnation_id])
         return rec._replace(epoch=kraft_epochs.get(rec.epoch, rec.epoch), writer=nd(rec.writer))
 
     def msg_map(m):
         if m.kind == REGISTRATION_REQUEST:
-            m = m._replace(key=perm[m.key], a=incs[m.src][m.a])
+            m = m._replace(controller_id=perm[m.controller_id],
+                           incarnation_id=incs[m.src][m.incarnation_id])
         elif m.kind == REGISTRATION_RESPONSE:
-            m = m._replace(key=perm[m.key], b=incs[m.dst][m.b])
+            m = m._replace(controller_id=perm[m.controller_id],
+                           incarnation_id=incs[m.dst][m.incarnation_id])
         return m._replace(src=perm[m.src], dst=perm[m.dst])
 
     nodes = [None] * len(s.nodes)
@@ -91,7 +94,9 @@ def remap(s: State, perm: tuple, zk_epochs: dict, zk_versions: dict, kraft_epoch
         ch = node.channel
 
         def item_map(item, n=n):
-            return item._replace(key=incs[n][item.key]) if item.kind == REGISTRATION else item
+            if item.kind == REGISTRATION:
+                return item._replace(incarnation_id=incs[n][item.incarnation_id])
+            return item
 
         channel = ch._replace(cached=nd(ch.cached), queue=tuple(item_map(i) for i in ch.queue),
                               inflight=item_map(ch.inflight) if ch.inflight else ())

@@ -35,7 +35,9 @@ from model.config import (BROKER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE
 from model.configs import CONFIGS
 from model.observe import Observation, observe
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, Msg)
+                         REGISTRATION_RESPONSE, ControllerRegistrationRequest,
+                         ControllerRegistrationResponse, EnvelopeRequest, EnvelopeResponse, Msg,
+                         message)
 from model.step import Step
 
 from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FORGED_ENVELOPE as I_FORGED,
@@ -208,19 +210,22 @@ class Projector:
         controller's versions with the first send, F-35)."""
         li = self.listener_index.get(view.listener, -1)
         if view.kind == "EnvelopeRequest":
-            return Msg(ENVELOPE_REQUEST, view.src, view.dst, li,
-                       self.client_index.get(view.client, -1), view.api_version, view.hops,
-                       self.principal_index.get(view.sender_principal, -1))
+            return EnvelopeRequest(ENVELOPE_REQUEST, view.src, view.dst, li,
+                                   self.client_index.get(view.client, -1), view.api_version,
+                                   view.hops, self.principal_index.get(view.sender_principal, -1))
         if view.kind == "EnvelopeResponse":
-            return Msg(ENVELOPE_RESPONSE, view.src, view.dst, li,
-                       self.client_index.get(view.client, -1), view.error, view.inner_error)
+            return EnvelopeResponse(ENVELOPE_RESPONSE, view.src, view.dst, li,
+                                    self.client_index.get(view.client, -1), view.error,
+                                    view.inner_error)
         if view.kind == "ControllerRegistrationRequest":
-            return Msg(REGISTRATION_REQUEST, view.src, view.dst, li, view.src,
-                       self.incarnation_rank(cluster, view.src, view.incarnation_id), 0,
-                       self.principal_index.get(view.sender_principal, -1))
+            return ControllerRegistrationRequest(
+                REGISTRATION_REQUEST, view.src, view.dst, li, view.src,
+                self.incarnation_rank(cluster, view.src, view.incarnation_id), 0,
+                self.principal_index.get(view.sender_principal, -1))
         if view.kind == "ControllerRegistrationResponse":
-            return Msg(REGISTRATION_RESPONSE, view.src, view.dst, li, view.dst, view.error,
-                       self.incarnation_rank(cluster, view.dst, view.incarnation_id))
+            return ControllerRegistrationResponse(
+                REGISTRATION_RESPONSE, view.src, view.dst, li, view.dst, view.error,
+                self.incarnation_rank(cluster, view.dst, view.incarnation_id))
         return None
 
     def network(self, cluster) -> dict:
@@ -325,7 +330,7 @@ class Driver:
         arg = st.args[0]
         kind = model_next.ACTION_BY_NAME[st.action].arg
         if kind == model_next.MSG_ARG:
-            m = Msg(*arg)
+            m = message(arg)
             ids = self.proj.network(self.cluster).get(m)
             return None if not ids else (ids[0],)
         if kind == model_next.CLIENT_ARG:

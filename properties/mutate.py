@@ -22,8 +22,8 @@ at a site:
 ``negate-conjunct``
     negate one operand of an ``and`` / ``or``.
 ``negate-condition``
-    negate a comparison that is a value rather than a test (``registered_in_log=rec.b ==
-    node.incarnation``, ``return m.kind == ...``).
+    negate a comparison that is a value rather than a test
+    (``registered_in_log=rec.incarnation_id == node.incarnation``, ``return m.kind == ...``).
 ``boundary``
     move a comparison boundary: ``<`` / ``<=``, ``>`` / ``>=``.
 ``off-by-one``
@@ -994,12 +994,11 @@ def _raising_step(cfg, state):
     from model.config import Design
     from model.next import _plan
     from model.step import Step
-    from model.state import Msg
     d = Design()
     msgs = sorted(state.network)
     for name, fn, kind, msg_kinds, args in _plan(cfg):
         if kind == "msg":
-            calls = [(Step(name, (tuple(m),)), (Msg(*m),)) for m in msgs if m.kind in msg_kinds]
+            calls = [(Step(name, (tuple(m),)), (m,)) for m in msgs if m.kind in msg_kinds]
         elif kind == "none":
             calls = [(Step(name, ()), ())]
         else:

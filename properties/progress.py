@@ -86,9 +86,9 @@ def _registration_controllers(cfg: ModelConfig) -> tuple:
 def _rpc_not_lost(s: State, c: int, item) -> bool:
     """Controller ``c``'s registration ``item`` in flight still has its request or response in
     the network, or the leader holds its reply."""
-    inc = item.key
-    if any((m.kind == REGISTRATION_REQUEST and m.src == c and m.a == inc)
-           or (m.kind == REGISTRATION_RESPONSE and m.dst == c and m.b == inc)
+    inc = item.incarnation_id
+    if any((m.kind == REGISTRATION_REQUEST and m.src == c and m.incarnation_id == inc)
+           or (m.kind == REGISTRATION_RESPONSE and m.dst == c and m.incarnation_id == inc)
            for m in s.network):
         return True
     return any(r and r.how == REPLY_REGISTRATION and r.to == c and r.key == inc

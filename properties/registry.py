@@ -132,7 +132,7 @@ def envelope_never_nested(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-590 (draft revision): "the request shall never be forwarded twice"; F-10: a
     forwarded request is never forwarded again."""
-    return all(m.b <= 1 for m in s.network if m.kind == ENVELOPE_REQUEST)
+    return all(m.hops <= 1 for m in s.network if m.kind == ENVELOPE_REQUEST)
 
 
 def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -183,8 +183,8 @@ def _appended_records(q):
 def _latest_registration(log, c: int, upto: int | None = None) -> int | None:
     inc = None
     for rec in log[:upto]:
-        if rec.kind == REGISTER_CONTROLLER and rec.a == c:
-            inc = rec.b
+        if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c:
+            inc = rec.incarnation_id
     return inc
 
 
@@ -228,7 +228,8 @@ def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design)
     active controller copies the incarnation the request carries)."""
     for rec in _appended_records(s.quorum):
         if rec.kind == REGISTER_CONTROLLER and not (
-                0 <= rec.a < len(s.nodes) and 0 <= rec.b <= s.nodes[rec.a].incarnation):
+                0 <= rec.controller_id < len(s.nodes)
+                and 0 <= rec.incarnation_id <= s.nodes[rec.controller_id].incarnation):
             return False
     return True
 
@@ -271,8 +272,8 @@ def one_registration_request_outstanding(s: State, cfg: ModelConfig, d: Design) 
             continue
         inc = node.incarnation
         k = sum(1 for m in s.network
-                if (m.kind == REGISTRATION_REQUEST and m.src == c and m.a == inc)
-                or (m.kind == REGISTRATION_RESPONSE and m.dst == c and m.b == inc))
+                if (m.kind == REGISTRATION_REQUEST and m.src == c and m.incarnation_id == inc)
+                or (m.kind == REGISTRATION_RESPONSE and m.dst == c and m.incarnation_id == inc))
         k += sum(1 for _, r in s.quorum.uncommitted
                  if r and r.how == REPLY_REGISTRATION and r.to == c and r.key == inc)
         if k > 1:
@@ -288,7 +289,7 @@ def _applied(s: State, cfg: ModelConfig):
     applied mutation."""
     if cfg.mode == ZK:
         return [(w.req, w.via_envelope, w.privileged, w.sender_cluster_action) for w in s.zk.writes]
-    return [(r.a, r.via_envelope, True, r.sender_cluster_action)
+    return [(r.client, r.via_envelope, True, r.sender_cluster_action)
             for r in s.quorum.log if r.kind == MUTATION_RECORD]
 
 
@@ -438,7 +439,7 @@ def controller_describe_lists_registered_controllers(s: State, cfg: ModelConfig,
     listed = {node for c, spec in enumerate(cfg.clients)
               if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == CONTROLLER
               for r in s.clients[c].responses for node, _ in r.endpoints}
-    return not listed or listed <= {rec.a for rec in s.quorum.log
+    return not listed or listed <= {rec.controller_id for rec in s.quorum.log
                                     if rec.kind == REGISTER_CONTROLLER}
 
 
@@ -450,7 +451,7 @@ def _durable_index(s: State, cfg: ModelConfig, req: int) -> int | None:
     if cfg.mode == ZK:
         return 0 if any(w.req == req for w in s.zk.writes) else None
     for i, rec in enumerate(s.quorum.log):
-        if rec.kind == MUTATION_RECORD and rec.a == req:
+        if rec.kind == MUTATION_RECORD and rec.client == req:
             return i
     return None
 
@@ -554,12 +555,12 @@ def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design
             continue
         ch = s.nodes[cfg.clients[c].node].channel
         item = ch.inflight
-        if item and item.kind == FORWARD and item.key == c:
+        if item and item.kind == FORWARD and item.client == c:
             if s.now - item.sent > cfg.forward_timeout:
                 return False
             continue
         for item in ch.queue:
-            if item.kind == FORWARD and item.key == c:
+            if item.kind == FORWARD and item.client == c:
                 limit = 2 * cfg.forward_timeout - 1 if item.requeued else cfg.forward_timeout
                 if s.now - cl.sent_at > limit:
                     return False
@@ -766,7 +767,8 @@ def _responses(s: State, cfg: ModelConfig, kind=None):
 
 def _stale_registration_repaired(s: State, cfg: ModelConfig) -> bool:
     for c in cfg.controllers():
-        incs = [rec.b for rec in s.quorum.log if rec.kind == REGISTER_CONTROLLER and rec.a == c]
+        incs = [rec.incarnation_id for rec in s.quorum.log
+                if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c]
         for i in range(len(incs)):
             for j in range(i + 1, len(incs)):
                 if incs[j] < incs[i] and incs[i] in incs[j + 1:]:

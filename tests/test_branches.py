@@ -300,11 +300,12 @@ ADDED_FOR = {
         ("_controller_handles_client_mutation", "if not cfg.allows(", "true"),
         ("channel_sends_request", "if len(s.network) >= cfg.max_in_flight:", "true"),
         ("controller_handles_registration", "kafka.CLUSTER_ACTION", "true"),
-        ("controller_handles_registration_response", "if m.a != kafka.NONE:", "true")],
+        ("controller_handles_registration_response", "if m.error != kafka.NONE:", "true")],
     "kraft-registration-leader-change": [
         ("controller_becomes_leader", "if old != NO_NODE and s.nodes[old].alive:", "false"),
         ("controller_handles_registration", "if q.leader != r:", "true"),
-        ("controller_handles_registration_response", "if m.a == kafka.NOT_CONTROLLER:", "true")],
+        ("controller_handles_registration_response", "if m.error == kafka.NOT_CONTROLLER:",
+         "true")],
 }
 
 

@@ -114,9 +114,10 @@ ONLY_CATCHER_MUTANT = {
     # the retry puts a second request of the same incarnation beside it
     "one-registration-request-outstanding": (
         "kraft-registration", "_on_connection: drop-disjunct: m.kind == REGISTRATION_REQUEST "
-        "and m.src == n and (m.a == item.key) or (m.kind == REGISTRATION_RESPONSE and m.dst "
-        "== n and (m.b == item.key)) => m.kind == REGISTRATION_RESPONSE and m.dst == n and "
-        "(m.b == item.key)"),
+        "and m.src == n and (m.incarnation_id == item.incarnation_id) or (m.kind == "
+        "REGISTRATION_RESPONSE and m.dst == n and (m.incarnation_id == item.incarnation_id)) => "
+        "m.kind == REGISTRATION_RESPONSE and m.dst == n and (m.incarnation_id == "
+        "item.incarnation_id)"),
 }
 
 

@@ -11,7 +11,7 @@ from model import next as model_next
 from model.config import VARIANTS, design_for
 from model.configs import CONFIGS, TINY
 from model.describe import _STEPS, FIELDS, describe_fields, describe_step, describe_trace
-from model.state import ENVELOPE_REQUEST, REGISTRATION_REQUEST, Msg
+from model.state import ENVELOPE_REQUEST, REGISTRATION_REQUEST, message
 from model.step import Step
 from properties import registry
 from properties.explore import explore
@@ -27,7 +27,10 @@ RAW = [
     (re.compile(r"\(\s*-?\d"), "a parenthesis opening on a number (a tuple)"),
     (re.compile(r"[\[\]{}]"), "a bracket (a list, set or dict)"),
     (re.compile(r"\b(True|False|None)\b"), "a Python constant"),
-    (re.compile(r"\b(Msg|Step|Item|Record|Reply|Event|Response|Write|Channel)\("),
+    (re.compile(r"\b(Msg|Step|Item|Record|Reply|Event|Response|Write|Channel|ForwardItem|"
+                r"RegistrationItem|EnvelopeRequest|EnvelopeResponse|ControllerRegistrationRequest|"
+                r"ControllerRegistrationResponse|FeatureLevelRecord|RegisterControllerRecord|"
+                r"MutationRecord)\("),
      "a record's repr"),
     (re.compile(r"\b(?!t=)\w+="), "a keyword argument"),
 ]
@@ -57,7 +60,7 @@ def expected_actor(cfg, st: Step, before) -> str:
             return "The active controller"
         return cfg.nodes[before.quorum.leader].name
     if isinstance(arg, tuple):
-        return cfg.nodes[Msg(*arg).dst].name
+        return cfg.nodes[message(arg).dst].name
     return cfg.nodes[arg].name
 
 
@@ -73,13 +76,13 @@ def check(cfg, st: Step, text: str, before=None) -> None:
     if before is not None or st.args:
         assert named, f"no node named in {where}"
     if isinstance(st.args[0] if st.args else None, tuple):
-        m = Msg(*st.args[0])
+        m = message(st.args[0])
         # both ends of a message are named
         assert _named(text, cfg.nodes[m.src].name) and _named(text, cfg.nodes[m.dst].name), where
         if m.kind in (ENVELOPE_REQUEST,):
-            assert _named(text, cfg.clients[m.key].name), where
+            assert _named(text, cfg.clients[m.client].name), where
         if m.kind == REGISTRATION_REQUEST:
-            assert f"incarnation_id {m.a}" in text, where
+            assert f"incarnation_id {m.incarnation_id}" in text, where
 
 
 def walk(cfg, design, bound):

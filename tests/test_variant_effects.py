@@ -14,8 +14,9 @@ from model.config import VARIANTS, Design
 from model.configs import CONFIGS
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD,
                          NO_NODE, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, Event, Item, Msg,
-                         Record, Reply, Response, Write)
+                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, EnvelopeRequest,
+                         EnvelopeResponse, Event, ForwardItem, MutationRecord, RegistrationItem,
+                         Reply, Response, Write)
 from model.step import Step
 
 CORRECT = Design()
@@ -111,14 +112,14 @@ def effect_zombie_writes_unfenced():
     assert good.zk.writes == ()
     assert not good.nodes[0].zk_active and good.nodes[0].zk_epoch == -1
     internal = lidx("zk-forward-zombie", "INTERNAL")
-    assert new_msgs(pre, good) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0,
-                                       kafka.NOT_CONTROLLER, kafka.NONE)]
+    assert new_msgs(pre, good) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NOT_CONTROLLER, kafka.NONE)]
     assert bad.zk.writes == (Write(req=0, writer=0, writer_epoch=1, zk_epoch=2,
                                    via_envelope=True, privileged=True,
                                    sender_cluster_action=True, zk_holder=1),)
     assert bad.nodes[0].zk_active and bad.nodes[0].zk_epoch == 1
-    assert new_msgs(pre, bad) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE,
-                                      kafka.NONE)]
+    assert new_msgs(pre, bad) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE, kafka.NONE)]
 
 
 def effect_brokers_write_zk():
@@ -128,7 +129,7 @@ def effect_brokers_write_zk():
                           S("client_sends_request", 0))
     assert good.zk.writes == () and good.clients[0].responses == ()
     assert good.clients[0].forwarded
-    assert good.nodes[1].channel.queue == (Item(FORWARD, 0, 0, False),)
+    assert good.nodes[1].channel.queue == (ForwardItem(FORWARD, 0, 0, False),)
     assert bad.zk.writes == (Write(0, 1, -1, 1, False, False, False, zk_holder=0),)
     assert bad.clients[0].responses == (Response(kafka.NONE),)
     assert not bad.clients[0].forwarded and bad.nodes[1].channel.queue == ()
@@ -144,10 +145,11 @@ def effect_reforward_forwarded():
                           TO_B1)
     assert not pre.nodes[0].zk_active and pre.nodes[0].known_controller == 1
     internal = lidx("zk-forward-zombie", "INTERNAL")
-    assert new_msgs(pre, good) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0,
-                                       kafka.NOT_CONTROLLER, kafka.NONE)]
-    assert new_msgs(pre, bad) == [Msg(ENVELOPE_REQUEST, 0, 1, internal, 0, 7, 2,
-                                      pidx("zk-forward-zombie", "broker"))]
+    assert new_msgs(pre, good) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NOT_CONTROLLER, kafka.NONE)]
+    assert new_msgs(pre, bad) == [
+        EnvelopeRequest(ENVELOPE_REQUEST, 0, 1, internal, 0, 7, 2,
+                        pidx("zk-forward-zombie", "broker"))]
 
 
 def effect_not_controller_unanswered():
@@ -161,8 +163,8 @@ def effect_not_controller_unanswered():
                           TO_B1)
     assert not pre.nodes[0].zk_active
     internal = lidx("zk-forward-zombie", "INTERNAL")
-    assert new_msgs(pre, good) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0,
-                                       kafka.NOT_CONTROLLER, kafka.NONE)]
+    assert new_msgs(pre, good) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NOT_CONTROLLER, kafka.NONE)]
     assert new_msgs(pre, bad) == [] and len(bad.network) == len(pre.network) - 1
     assert bad.nodes[1].channel.inflight == pre.nodes[1].channel.inflight
     assert bad.clients == pre.clients and bad.nodes == pre.nodes
@@ -183,10 +185,10 @@ def effect_not_controller_inside_ok_envelope():
     pre, good, bad = both("kraft-forward-leader-change", "not-controller-inside-ok-envelope",
                           KRAFT_FORWARD + [S("controller_becomes_leader", 2)], TO_C1)
     ctl = lidx("kraft-forward-leader-change", "CONTROLLER")
-    assert new_msgs(pre, good) == [Msg(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NOT_CONTROLLER,
-                                       kafka.NONE)]
-    assert new_msgs(pre, bad) == [Msg(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NONE,
-                                      kafka.NOT_CONTROLLER)]
+    assert new_msgs(pre, good) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NOT_CONTROLLER, kafka.NONE)]
+    assert new_msgs(pre, bad) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NONE, kafka.NOT_CONTROLLER)]
     cfg, variant = CONFIGS["kraft-forward-leader-change"], VARIANTS[
         "not-controller-inside-ok-envelope"].design
     answer = deliver("broker_handles_envelope_response", ENVELOPE_RESPONSE, 1, 0)
@@ -226,11 +228,12 @@ def effect_ack_before_commit():
     pre, good, bad = both("kraft-forward-leader-change", "ack-before-commit", KRAFT_FORWARD,
                           TO_C1)
     ctl = lidx("kraft-forward-leader-change", "CONTROLLER")
-    record = Record(MUTATION_RECORD, 0, 0, 1, 1, True, True)
+    record = MutationRecord(MUTATION_RECORD, 0, 0, 1, 1, True, True)
     assert good.quorum.uncommitted == ((record, Reply(REPLY_ENVELOPE, 0, 0, ctl, 1)),)
     assert new_msgs(pre, good) == []
     assert bad.quorum.uncommitted == ((record, ()),)
-    assert new_msgs(pre, bad) == [Msg(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NONE, kafka.NONE)]
+    assert new_msgs(pre, bad) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NONE, kafka.NONE)]
     # ZK mode: the controller's event
     pre, good, bad = both("zk-forward-zombie", "ack-before-commit", ZK_FORWARD, TO_B1)
     internal = lidx("zk-forward-zombie", "INTERNAL")
@@ -238,8 +241,8 @@ def effect_ack_before_commit():
     assert good.nodes[0].events == (Event(0, reply, True, True, True, False),)
     assert new_msgs(pre, good) == []
     assert bad.nodes[0].events == (Event(0, reply, True, True, True, True),)
-    assert new_msgs(pre, bad) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE,
-                                      kafka.NONE)]
+    assert new_msgs(pre, bad) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE, kafka.NONE)]
 
 
 def effect_versions_not_intersected():
@@ -286,7 +289,7 @@ def effect_registration_trusts_response():
                           REGISTER_C2 + [S("node_replays_record", 1)],
                           S("node_replays_record", 1))
     rec = pre.quorum.log[pre.nodes[1].replayed]
-    assert (rec.a, rec.b) == (1, 0)
+    assert (rec.controller_id, rec.incarnation_id) == (1, 0)
     assert good.nodes[1].registered_in_log and good.nodes[1].send_requested
     assert not bad.nodes[1].registered_in_log and not bad.nodes[1].send_requested
 
@@ -308,7 +311,7 @@ def effect_registration_pending_stuck():
     good = model_next.step(good, cfg, CORRECT, S("clock_ticks"))
     bad = model_next.step(bad, cfg, variant, S("clock_ticks"))
     retried = model_next.step(good, cfg, CORRECT, S("controller_sends_registration", 1))
-    assert retried.nodes[1].channel.queue == (Item(REGISTRATION, 0, 2, False),)
+    assert retried.nodes[1].channel.queue == (RegistrationItem(REGISTRATION, 0, 2, False),)
     assert model_next.step(bad, cfg, variant, S("controller_sends_registration", 1)) is None
 
 
@@ -334,7 +337,7 @@ def effect_registration_never_confirmed():
                           REGISTER_C2 + [S("node_replays_record", 1)],
                           S("node_replays_record", 1))
     rec = pre.quorum.log[pre.nodes[1].replayed]
-    assert (rec.a, rec.b) == (1, 0)
+    assert (rec.controller_id, rec.incarnation_id) == (1, 0)
     assert good.nodes[1].registered_in_log and good.nodes[1].send_requested
     assert not bad.nodes[1].registered_in_log and not bad.nodes[1].send_requested
     assert bad.nodes[1].replayed == good.nodes[1].replayed == pre.nodes[1].replayed + 1
@@ -350,10 +353,11 @@ def effect_registration_bumps_same_incarnation():
     pre, good, bad = both("kraft-registration-leader-change",
                           "registration-bumps-same-incarnation", prefix,
                           deliver("controller_handles_registration", REGISTRATION_REQUEST, 1, 1))
-    assert [(r.a, r.b) for r in pre.quorum.log if r.kind == REGISTER_CONTROLLER][-1] == (1, 0)
+    assert [(r.controller_id, r.incarnation_id) for r in pre.quorum.log
+            if r.kind == REGISTER_CONTROLLER][-1] == (1, 0)
     assert pre.nodes[1].incarnation == 0
-    assert [(r.a, r.b) for r, _ in good.quorum.uncommitted] == [(1, 0)]
-    assert [(r.a, r.b) for r, _ in bad.quorum.uncommitted] == [(1, 1)]
+    assert [(r.controller_id, r.incarnation_id) for r, _ in good.quorum.uncommitted] == [(1, 0)]
+    assert [(r.controller_id, r.incarnation_id) for r, _ in bad.quorum.uncommitted] == [(1, 1)]
     assert bad.network == good.network and bad.nodes == good.nodes
 
 
@@ -433,8 +437,9 @@ def effect_authorize_as_forwarder():
     pre, good, bad = both("zk-envelope-security", "authorize-as-forwarder", prefix,
                           deliver("controller_handles_envelope", ENVELOPE_REQUEST, 1, 0))
     internal = lidx("zk-envelope-security", "INTERNAL")
-    assert new_msgs(pre, good) == [Msg(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE,
-                                       kafka.TOPIC_AUTHORIZATION_FAILED)]
+    assert new_msgs(pre, good) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 0, 1, internal, 0, kafka.NONE,
+                         kafka.TOPIC_AUTHORIZATION_FAILED)]
     assert good.nodes[0].events == ()
     assert new_msgs(pre, bad) == []
     assert bad.nodes[0].events == (Event(0, Reply(REPLY_ENVELOPE, 1, 0, internal, 1), True,

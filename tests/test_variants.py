@@ -90,7 +90,8 @@ def test_registration_finding_reproduces_kafka_race():
     actions = [st.action for st in result.trace]
     assert "node_crashes" in actions and "node_restarts" in actions
     assert actions[-1] == "controller_handles_registration_response"
-    regs = [(r.a, r.b) for r in result.violating_state.quorum.log if r.kind == 1]
+    regs = [(r.controller_id, r.incarnation_id) for r in result.violating_state.quorum.log
+            if r.kind == 1]
     assert regs[-1] == (1, 0) and (1, 1) in regs       # C2's old incarnation won last
     assert json.loads(json.dumps(Trace(spec.cfg.name, spec.variant, tuple(result.trace),
                                        "P3").to_json()))["steps"]

@@ -28,11 +28,14 @@ from functools import lru_cache
 
 from model import kafka
 from model.config import CONTROLLER_LISTENER, INTER_BROKER_LISTENER, KRAFT, Design, ModelConfig
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
+from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
-                         REPLY_ENVELOPE, REPLY_REGISTRATION, Channel, Client, Event, Item, Msg,
-                         Node, Quorum, Record, Reply, Response, State, Write, Zk, replace)
+                         REPLY_ENVELOPE, REPLY_REGISTRATION, ITEM_TYPES, MSG_ARITY, MSG_TYPES,
+                         RECORD_TYPES, Channel, Client, ControllerRegistrationRequest,
+                         ControllerRegistrationResponse, EnvelopeRequest, EnvelopeResponse, Event,
+                         Item, Msg, MutationRecord, Node, Quorum, Record, RegisterControllerRecord,
+                         Reply, Response, State, Write, Zk, item, message, record, replace)
 from properties.symbolic.state import BUDGETS, Layout
 
 POOL = 500          # reachable states sampled as starting points
@@ -172,17 +175,19 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
         if ch.inflight != ():
             items.append((f"{p}.channel.inflight", ch.inflight, True))
         for q, it, flying in items:
-            need(isinstance(it, Item), f"{q}: not an Item")
-            if not isinstance(it, Item):
+            ok = isinstance(it, Item) and type(it) is ITEM_TYPES.get(it.kind)
+            need(ok, f"{q}: not an Item")
+            if not ok:
                 continue
-            ints(q, it.kind, it.key, it.created, it.hops, it.sent)
+            ints(q, *it[:3], *it[4:])       # all but requeued: kind, client or incarnation, ...
             bools(q, it.requeued)
             if it.kind == FORWARD:
-                need(i in w.forwarders and it.key in w.mutators, f"{q}: forward {it}")
+                need(i in w.forwarders and it.client in w.mutators, f"{q}: forward {it}")
+                need(it.hops >= 1, f"{q}: {it}")
             else:
-                need(it.kind == REGISTRATION and i in w.registrants and it.key >= 0,
+                need(i in w.registrants and it.incarnation_id >= 0 and it.reserved >= 1,
                      f"{q}: kind {it.kind} on node {i}")
-            need(it.created >= 0 and it.hops >= 1, f"{q}: {it}")
+            need(it.created >= 0, f"{q}: {it}")
             need((it.sent >= 0) if flying else (it.sent == NO_TIME), f"{q}.sent {it.sent}")
         need(not (ch.inflight and any(ch.inflight is it for it in ch.queue)),
              f"{p}.channel: the in-flight item is also queued")
@@ -199,20 +204,21 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
             bools(f"{p}.responses[{k}]", r.retried)
     need(isinstance(s.network, frozenset), "network: not a frozenset")
     for m in s.network:
-        need(isinstance(m, Msg) and m.kind in w.msg_kinds, f"network: {m!r}")
-        if not isinstance(m, Msg):
+        ok = isinstance(m, Msg) and type(m) is MSG_TYPES.get(m.kind)
+        need(ok and m.kind in w.msg_kinds, f"network: {m!r}")
+        if not ok:
             continue
         ints(f"network {m}", *m)
         need(m.src in w.nodes and m.dst in w.nodes and m.listener in w.listeners
              and m.sender_principal in w.principals, f"network: {m} out of range")
         if m.kind in (ENVELOPE_REQUEST, ENVELOPE_RESPONSE):
-            need(m.key in w.mutators, f"network: {m} for no forwarded client")
+            need(m.client in w.mutators, f"network: {m} for no forwarded client")
         if m.kind == ENVELOPE_REQUEST:
-            need(m.b >= 1, f"network: {m} with hops < 1")
+            need(m.hops >= 1, f"network: {m} with hops < 1")
         if m.kind == REGISTRATION_REQUEST:
-            need(m.src in w.registrants and m.a >= 0, f"network: {m}")
+            need(m.src in w.registrants and m.incarnation_id >= 0, f"network: {m}")
         if m.kind == REGISTRATION_RESPONSE:
-            need(m.dst in w.registrants and m.b >= 0, f"network: {m}")
+            need(m.dst in w.registrants and m.incarnation_id >= 0, f"network: {m}")
     zk, q = s.zk, s.quorum
     need(isinstance(zk, Zk) and isinstance(q, Quorum), "zk/quorum records")
     if w.kraft:
@@ -227,18 +233,18 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
             if ok:
                 recs.append((f"quorum.uncommitted[{k}]", pending[0], pending[1]))
         for where, r, reply in recs:
-            need(isinstance(r, Record), f"{where}: not a Record")
-            if not isinstance(r, Record):
+            ok = isinstance(r, Record) and type(r) is RECORD_TYPES.get(r.kind)
+            need(ok, f"{where}: not a Record")
+            if not ok:
                 continue
-            ints(where, r.kind, r.a, r.b, r.epoch, r.writer)
+            ints(where, *r[:5])             # kind, its two fields, epoch, writer
             bools(where, r.via_envelope, r.sender_cluster_action)
             need(r.epoch >= 0 and r.writer in (NO_NODE,) + w.nodes, f"{where}: {r}")
             if r.kind == MUTATION_RECORD:
-                need(r.a in w.mutators, f"{where}: mutation of client {r.a}")
+                need(r.client in w.mutators, f"{where}: mutation of client {r.client}")
             elif r.kind == REGISTER_CONTROLLER:
-                need(r.a in w.leaders and r.b >= 0, f"{where}: registration {r}")
-            else:
-                need(r.kind == FEATURE_LEVEL, f"{where}: kind {r.kind}")
+                need(r.controller_id in w.leaders and r.incarnation_id >= 0,
+                     f"{where}: registration {r}")
             reply_ok(where, reply, w.reply_hows)
     else:
         need(q == Quorum(), "quorum: set in ZK mode")
@@ -299,7 +305,7 @@ def _item(w: Domain, s: State, n: int, rng, inflight=False, after=0) -> Item:
         kind, key = FORWARD, rng.choice(w.mutators)
     created = rng.randint(after, max(after, s.now))
     sent = rng.randint(created, max(created, s.now)) if inflight else NO_TIME
-    return Item(kind, key, created, rng.random() < 0.3, 1, sent)
+    return item((kind, key, created, rng.random() < 0.3, 1, sent))
 
 
 def _msg(w: Domain, s: State, rng, kind=None) -> Msg:
@@ -309,20 +315,20 @@ def _msg(w: Domain, s: State, rng, kind=None) -> Msg:
         src, dst = rng.choice(w.forwarders), rng.choice(_live(s, w.peers))
         principal = w.own_principal[src] if rng.random() < 0.8 else rng.choice(w.principals)
         listener = w.target[dst] if rng.random() < 0.8 else listener
-        return Msg(kind, src, dst, listener, rng.choice(w.mutators), rng.choice(w.versions),
-                   rng.choice((1, 1, 1, 2)), principal)
+        return EnvelopeRequest(kind, src, dst, listener, rng.choice(w.mutators),
+                               rng.choice(w.versions), rng.choice((1, 1, 1, 2)), principal)
     if kind == ENVELOPE_RESPONSE:
-        return Msg(kind, rng.choice(w.peers), rng.choice(_live(s, w.forwarders)), listener,
-                   rng.choice(w.mutators), _error(rng), _error(rng))
+        return EnvelopeResponse(kind, rng.choice(w.peers), rng.choice(_live(s, w.forwarders)),
+                                listener, rng.choice(w.mutators), _error(rng), _error(rng))
     if kind == REGISTRATION_REQUEST:
         src, dst = rng.choice(w.registrants), rng.choice(_live(s, w.peers))
         principal = w.own_principal[src] if rng.random() < 0.8 else rng.choice(w.principals)
         listener = w.target[dst] if rng.random() < 0.8 else listener
-        return Msg(kind, src, dst, listener, src, _older(rng, s.nodes[src].incarnation), 0,
-                   principal)
+        return ControllerRegistrationRequest(kind, src, dst, listener, src,
+                                             _older(rng, s.nodes[src].incarnation), 0, principal)
     dst = rng.choice(_live(s, w.registrants))
-    return Msg(kind, rng.choice(w.peers), dst, listener, dst, _error(rng),
-               _older(rng, s.nodes[dst].incarnation))
+    return ControllerRegistrationResponse(kind, rng.choice(w.peers), dst, listener, dst,
+                                          _error(rng), _older(rng, s.nodes[dst].incarnation))
 
 
 def _reply(w: Domain, s: State, rng, hows=None):
@@ -369,17 +375,19 @@ def _record(w: Domain, s: State, rng, kind=None) -> Record:
     epoch = q.epoch if rng.random() < 0.7 else max(0, q.epoch - rng.choice((1, 2)))
     if kind == REGISTER_CONTROLLER:
         c = rng.choice(w.leaders)
-        return Record(kind, c, _older(rng, s.nodes[c].incarnation), epoch, writer)
+        return RegisterControllerRecord(kind, c, _older(rng, s.nodes[c].incarnation), epoch,
+                                        writer)
     via = rng.random() < 0.5
-    return Record(kind, rng.choice(w.mutators), 0, epoch, writer, via,
-                  rng.random() < (0.9 if via else 0.5))
+    return MutationRecord(kind, rng.choice(w.mutators), 0, epoch, writer, via,
+                          rng.random() < (0.9 if via else 0.5))
 
 
 def _pending(w: Domain, s: State, rng) -> tuple:
     rec = _record(w, s, rng)._replace(epoch=s.quorum.epoch, writer=s.quorum.leader)
     if rec.kind == REGISTER_CONTROLLER:
-        reply = Reply(REPLY_REGISTRATION, rec.a, rec.b, rng.choice(w.listeners)) \
-            if (rec.a in w.registrants and rng.random() < 0.8) else ()
+        reply = Reply(REPLY_REGISTRATION, rec.controller_id, rec.incarnation_id,
+                      rng.choice(w.listeners)) \
+            if (rec.controller_id in w.registrants and rng.random() < 0.8) else ()
     else:
         reply = _reply(w, s, rng, tuple(h for h in w.reply_hows if h != REPLY_REGISTRATION))
     return rec, reply
@@ -505,19 +513,19 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
         for i, k, it in _items(s, w):
             if it.kind == REGISTRATION:
                 add(lambda i=i, k=k, it=it: _set_item(s, i, k, it._replace(
-                    key=max(0, it.key + _delta(rng)))))
+                    incarnation_id=max(0, it.incarnation_id + _delta(rng)))))
         for m in s.network:
-            f = "a" if m.kind == REGISTRATION_REQUEST else "b"
             if m.kind in (REGISTRATION_REQUEST, REGISTRATION_RESPONSE):
-                add(lambda m=m, f=f: _set_msg(s, m, m._replace(
-                    **{f: max(0, getattr(m, f) + _delta(rng))})))
+                add(lambda m=m: _set_msg(s, m, m._replace(
+                    incarnation_id=max(0, m.incarnation_id + _delta(rng)))))
         for k, rec in enumerate(q.log):
             if rec.kind == REGISTER_CONTROLLER:
-                add(lambda k=k, r=rec: _set_log(s, k, r._replace(b=max(0, r.b + _delta(rng)))))
+                add(lambda k=k, r=rec: _set_log(s, k, r._replace(
+                    incarnation_id=max(0, r.incarnation_id + _delta(rng)))))
         for k, (rec, reply) in enumerate(q.uncommitted):
             if rec.kind == REGISTER_CONTROLLER:
                 add(lambda k=k, r=rec, y=reply: _set_pending(
-                    s, k, (r._replace(b=max(0, r.b + _delta(rng))), y)))
+                    s, k, (r._replace(incarnation_id=max(0, r.incarnation_id + _delta(rng))), y)))
             if reply and reply.how == REPLY_REGISTRATION:
                 add(lambda k=k, r=rec, y=reply: _set_pending(
                     s, k, (r, y._replace(key=max(0, y.key + _delta(rng))))))
@@ -583,12 +591,13 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
         # one field of a message, a queued item, an event, a write, a record or a response,
         # redrawn from its domain (a fresh part of the same kind lends it)
         for m in s.network:
-            add(lambda m=m: _set_msg(s, m, m._replace(**{(f := rng.choice(Msg._fields)): getattr(
-                _msg(w, s, rng, m.kind), f)})))
+            add(lambda m=m: _set_msg(s, m, message(
+                m[:(i := rng.choice(range(MSG_ARITY)))] + (_msg(w, s, rng, m.kind)[i],)
+                + m[i + 1:])))
         for i, k, it in _items(s, w):
             if it.kind == FORWARD:
                 add(lambda i=i, k=k, it=it: _set_item(s, i, k, it._replace(
-                    key=rng.choice(w.mutators), hops=rng.choice((1, 1, 2)))))
+                    client=rng.choice(w.mutators), hops=rng.choice((1, 1, 2)))))
         for i in w.nodes:
             for k, ev in enumerate(s.nodes[i].events):
                 add(lambda i=i, k=k, ev=ev: _set_event(s, i, k, ev._replace(
@@ -597,8 +606,9 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
             add(lambda k=k, wr=wr: _set_write(s, k, wr._replace(
                 **{(f := rng.choice(("req", "writer"))): getattr(_write(w, s, rng), f)})))
         for k, rec in enumerate(q.log[1:], 1):
-            add(lambda k=k, r=rec: _set_log(s, k, r._replace(
-                **{(f := rng.choice(("a", "writer"))): getattr(_record(w, s, rng, r.kind), f)})))
+            # the kind's first own field (level, controller_id, client) or the writer
+            add(lambda k=k, r=rec: _set_log(s, k, record(
+                r[:(i := rng.choice((1, 4)))] + (_record(w, s, rng, r.kind)[i],) + r[i + 1:])))
         for k, pending in enumerate(q.uncommitted):
             add(lambda k=k, p=pending: _set_pending(s, k, _mix(p, _pending(w, s, rng), rng)))
         for c, cl in enumerate(s.clients):

@@ -221,15 +221,14 @@ def refusal_line(gaps: list) -> str:
 
 
 def unknown_fields() -> list:
-    """Fields of the model's state records that the symbolic layout does not carry."""
+    """Fields of the model's state records that the symbolic layout does not carry.  Channel
+    items, messages and log records are stored by position (each kind names its fields its own
+    way): every kind must have exactly the layout's number of positions."""
     from model import state as ms
     from properties.symbolic import state as ss
     known = {
-        ms.Item: {f for f, _ in ss.ITEM_FIELDS},
         ms.Reply: {f for f, _ in ss.REPLY_FIELDS},
-        ms.Msg: {f for f, _ in ss.MSG_FIELDS},
         ms.Write: {f for f, _ in ss.WRITE_FIELDS},
-        ms.Record: {f for f, _ in ss.RECORD_FIELDS},
         ms.Response: {f for f, _ in ss.RESPONSE_FIELDS} | {"endpoints"},
         ms.Event: {"req", "reply", "via_envelope", "privileged", "sender_cluster_action",
                    "acked"},
@@ -242,6 +241,10 @@ def unknown_fields() -> list:
         ms.State: {"now", "nodes", "clients", "network", "zk", "quorum"} | set(ss.BUDGETS),
     }
     out = []
+    for slots, kinds in ((ss.ITEM_FIELDS, ms.ITEM_TYPES), (ss.MSG_FIELDS, ms.MSG_TYPES),
+                         (ss.RECORD_FIELDS, ms.RECORD_TYPES)):
+        for rec in kinds.values():
+            out += [f"{rec.__name__}.{f}" for f in rec._fields[len(slots):]]
     for rec, names in known.items():
         have = rec._fields if hasattr(rec, "_fields") else tuple(
             f.name for f in fields(rec))

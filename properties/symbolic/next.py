@@ -74,8 +74,8 @@ class Encoding:
         if inst.kind == NONE_ARG:
             return Step(inst.action, ())
         if inst.kind == MSG_ARG:
-            from model.state import Msg
-            msg = tuple(S_values(f"net.{inst.arg}.{f}") for f in Msg._fields)
+            from properties.symbolic.state import MSG_FIELDS
+            msg = tuple(S_values(f"net.{inst.arg}.{f}") for f, _ in MSG_FIELDS)
             return Step(inst.action, (msg,))
         return Step(inst.action, (inst.arg,))
 

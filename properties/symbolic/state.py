@@ -34,17 +34,21 @@ from typing import NamedTuple
 import z3
 
 from model.config import DESCRIBE, KRAFT, ModelConfig
-from model.state import (NO_NODE, NO_TIME, Channel, Client, Event, Item, Msg, Node,
-                         Quorum, Record, Reply, Response, State, Write, Zk)
+from model.state import (MSG_ARITY, NO_NODE, NO_TIME, Channel, Client, Event, Node, Quorum,
+                         Reply, Response, State, Write, Zk, item, message, record)
 
 # Field lists of the records stored in slots: (field, sort) with sort "i" (Int) or "b" (Bool).
+# Channel items, messages and log records are stored by position: each kind names its fields
+# its own way (model/state.py), and the slots keep one generic name per position.
 ITEM_FIELDS = (("kind", "i"), ("key", "i"), ("created", "i"), ("requeued", "b"), ("hops", "i"),
                ("sent", "i"))
 REPLY_FIELDS = (("how", "i"), ("to", "i"), ("key", "i"), ("listener", "i"), ("hops", "i"))
 EVENT_FIELDS = (("req", "i"), ("has_reply", "b")) + tuple(
     (f"reply_{f}", s) for f, s in REPLY_FIELDS) + (
     ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"), ("acked", "b"))
-MSG_FIELDS = tuple((f, "i") for f in Msg._fields)
+MSG_FIELDS = tuple((f, "i") for f in ("kind", "src", "dst", "listener", "key", "a", "b",
+                                      "sender_principal"))
+assert len(MSG_FIELDS) == MSG_ARITY
 WRITE_FIELDS = (("req", "i"), ("writer", "i"), ("writer_epoch", "i"), ("zk_epoch", "i"),
                 ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"),
                 ("zk_holder", "i"))
@@ -216,11 +220,11 @@ class Layout:
                 out[f"{p}ncf.{j}"] = j in node.not_controller_from
             out[p + "ch.cached"] = node.channel.cached
             self._put_seq(out, p + "ch.queue", self.cap.queue, ITEM_FIELDS, node.channel.queue,
-                          lambda it: it)
+                          _by_position(ITEM_FIELDS))
             inflight = node.channel.inflight
             out[p + "ch.inflight.present"] = bool(inflight)
-            for f, s in ITEM_FIELDS:
-                out[p + "ch.inflight." + f] = getattr(inflight, f) if inflight else _DEFAULT[s]
+            for i, (f, s) in enumerate(ITEM_FIELDS):
+                out[p + "ch.inflight." + f] = inflight[i] if inflight else _DEFAULT[s]
             if not self.kraft:
                 self._put_seq(out, p + "events", self.cap.events, EVENT_FIELDS, node.events,
                               _flat_event)
@@ -247,13 +251,13 @@ class Layout:
         for j in range(self.cap.network):
             m = msgs[j] if j < len(msgs) else None
             out[f"net.{j}.present"] = m is not None
-            for f, _ in MSG_FIELDS:
-                out[f"net.{j}.{f}"] = getattr(m, f) if m else 0
+            for i, (f, _) in enumerate(MSG_FIELDS):
+                out[f"net.{j}.{f}"] = m[i] if m else 0
         if self.kraft:
             out["q.leader"] = state.quorum.leader
             out["q.epoch"] = state.quorum.epoch
             self._put_seq(out, "q.log", self.cap.log, RECORD_FIELDS, state.quorum.log,
-                          lambda r: r)
+                          _by_position(RECORD_FIELDS))
             self._put_seq(out, "q.uncommitted", self.cap.uncommitted, PENDING_FIELDS,
                           state.quorum.uncommitted, _flat_pending)
         else:
@@ -290,9 +294,10 @@ class Layout:
             sc = {f: val(p + f) for f, _ in NODE_SCALARS}
             inflight = ()
             if val(p + "ch.inflight.present"):
-                inflight = Item(**{f: val(p + "ch.inflight." + f) for f, _ in ITEM_FIELDS})
+                inflight = item(tuple(val(p + "ch.inflight." + f) for f, _ in ITEM_FIELDS))
             channel = Channel(val(p + "ch.cached"), seq(p + "ch.queue", ITEM_FIELDS,
-                                                        lambda d: Item(**d)), inflight)
+                                                        _of_position(ITEM_FIELDS, item)),
+                              inflight)
             events = () if self.kraft else seq(p + "events", EVENT_FIELDS, _event_of)
             ncf = frozenset(j for j in range(self.n) if val(f"{p}ncf.{j}"))
             nodes.append(Node(channel=channel, events=events, not_controller_from=ncf, **sc))
@@ -308,12 +313,12 @@ class Layout:
                                    val(q + "retried")))
             clients.append(Client(**{f: val(p + f) for f, _ in CLIENT_SCALARS},
                                   responses=tuple(rs)))
-        network = frozenset(Msg(*(val(f"net.{j}.{f}") for f, _ in MSG_FIELDS))
+        network = frozenset(message(tuple(val(f"net.{j}.{f}") for f, _ in MSG_FIELDS))
                             for j in range(self.cap.network) if val(f"net.{j}.present"))
         if self.kraft:
             zk = Zk()
             quorum = Quorum(val("q.leader"), val("q.epoch"),
-                            seq("q.log", RECORD_FIELDS, lambda d: Record(**d)),
+                            seq("q.log", RECORD_FIELDS, _of_position(RECORD_FIELDS, record)),
                             seq("q.uncommitted", PENDING_FIELDS, _pending_of))
         else:
             zk = Zk(val("zk.controller"), val("zk.epoch"), val("zk.epoch_version"),
@@ -358,6 +363,16 @@ class _Flat:
         self.__dict__.update(kw)
 
 
+def _by_position(fields):
+    """Flatten a channel item, message or record into its slots by position."""
+    return lambda x: _Flat(**{f: x[i] for i, (f, _) in enumerate(fields)})
+
+
+def _of_position(fields, make):
+    """The channel item or record (``make``: ``item`` or ``record``) of a slot's values."""
+    return lambda d: make(tuple(d[f] for f, _ in fields))
+
+
 def _flat_event(e: Event):
     d = {"req": e.req, "via_envelope": e.via_envelope, "privileged": e.privileged,
          "sender_cluster_action": e.sender_cluster_action, "acked": e.acked,
@@ -375,7 +390,7 @@ def _event_of(d) -> Event:
 
 def _flat_pending(p):
     rec, reply = p
-    d = {f: getattr(rec, f) for f, _ in RECORD_FIELDS}
+    d = {f: rec[i] for i, (f, _) in enumerate(RECORD_FIELDS)}
     d["has_reply"] = bool(reply)
     for f, s in REPLY_FIELDS:
         d["reply_" + f] = getattr(reply, f) if reply else _DEFAULT[s]
@@ -383,7 +398,7 @@ def _flat_pending(p):
 
 
 def _pending_of(d):
-    rec = Record(**{f: d[f] for f, _ in RECORD_FIELDS})
+    rec = record(tuple(d[f] for f, _ in RECORD_FIELDS))
     reply = Reply(*(d["reply_" + f] for f, _ in REPLY_FIELDS)) if d["has_reply"] else ()
     return (rec, reply)
 
