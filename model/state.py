@@ -86,7 +86,10 @@ ITEM_TYPES = {FORWARD: ForwardItem, REGISTRATION: RegistrationItem}
 
 def item(fields) -> Item:
     """The channel item whose tuple is ``fields`` (its first field says its kind)."""
-    return ITEM_TYPES[fields[0]]._make(fields)
+    kind = ITEM_TYPES.get(fields[0]) if len(fields) == len(ForwardItem._fields) else None
+    if kind is None:
+        raise ValueError(f"not a channel item: {tuple(fields)!r}")
+    return kind._make(fields)
 
 
 class Channel(NamedTuple):
@@ -232,7 +235,10 @@ RECORD_TYPES = {FEATURE_LEVEL: FeatureLevelRecord, REGISTER_CONTROLLER: Register
 
 def record(fields) -> Record:
     """The record whose tuple is ``fields`` (its first field says its kind)."""
-    return RECORD_TYPES[fields[0]]._make(fields)
+    kind = RECORD_TYPES.get(fields[0]) if len(fields) == len(MutationRecord._fields) else None
+    if kind is None:
+        raise ValueError(f"not a metadata-log record: {tuple(fields)!r}")
+    return kind._make(fields)
 
 
 class Event(NamedTuple):

@@ -154,3 +154,30 @@ def test_fast_replace_matches_dataclasses_replace():
     assert fast_replace(Quorum(), leader=1) == Quorum(leader=1)
     with pytest.raises(TypeError, match="no field"):
         fast_replace(node, bogus=1)
+
+
+def test_each_kind_names_its_own_fields_in_the_same_positions():
+    """Every kind of message, record and channel item is its own record with its own field
+    names, in the positions every kind of its family shares: ``message``/``record``/``item``
+    rebuild the kind from a tuple, a record equals and hashes as its tuple (so a state's
+    fingerprint does not depend on the names), and anything else is refused."""
+    from model.state import (ITEM_TYPES, MSG_ARITY, MSG_TYPES, RECORD_TYPES, item, message,
+                             record)
+    for build, kinds in ((message, MSG_TYPES), (record, RECORD_TYPES), (item, ITEM_TYPES)):
+        widths = {len(cls._fields) for cls in kinds.values()}
+        assert len(widths) == 1, kinds
+        width = widths.pop()
+        for kind, cls in kinds.items():
+            t = (kind,) + tuple(range(1, width))
+            rebuilt = build(t)
+            assert type(rebuilt) is cls and rebuilt == t and hash(rebuilt) == hash(t)
+        with pytest.raises(ValueError):
+            build((max(kinds) + 1,) + (0,) * (width - 1))
+        with pytest.raises(ValueError):
+            build((0,) * (width + 1))
+    assert MSG_ARITY == len(next(iter(MSG_TYPES.values()))._fields)
+    # the kinds' own names, not one generic name with a meaning per kind
+    assert message((2, 1, 0, 0, 1, 3, 0, 1)).incarnation_id == 3
+    assert message((0, 1, 0, 1, 4, 7, 1, 1)).client == 4
+    assert record((1, 1, 2, 1, 0, False, True)).controller_id == 1
+    assert item((0, 5, 0, False, 1, -1)).client == 5
