@@ -50,7 +50,7 @@ test-slow: venv
 test-spark: venv java-check
 	$(PY) -m pytest -m "spark and not large" $(PYTEST_ARGS)
 
-# Beyond CI's budget (about half an hour on 2 cores): explore --spark on zk-small.
+# Beyond CI's budget (about half an hour on 2 cores): explore --spark on zk-small and kraft-small.
 test-large: venv java-check
 	$(PY) -m pytest -m large -s $(PYTEST_ARGS)
 
