@@ -480,13 +480,13 @@ def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> Stat
     listener = target_listener(cfg, p)
     if item.kind == FORWARD:
         msg = EnvelopeRequest(ENVELOPE_REQUEST, n, p, listener, item.client,
-                              s.clients[item.client].version,
-                  item.hops, principal_index(cfg, cfg.nodes[n].principal))
+                              s.clients[item.client].version, item.hops,
+                              principal_index(cfg, cfg.nodes[n].principal))
         versions = cfg.nodes[p].api_max          # learned from ApiVersions on connect (F-35)
     else:
         msg = ControllerRegistrationRequest(REGISTRATION_REQUEST, n, p, listener, n,
                                             item.incarnation_id, 0,
-                  principal_index(cfg, cfg.nodes[n].principal))
+                                            principal_index(cfg, cfg.nodes[n].principal))
         versions = node.ctrl_versions
     node = replace(node, channel=Channel(p, ch.queue[1:], item._replace(sent=s.now)),
                    ctrl_versions=versions)
@@ -681,23 +681,24 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
     # R-15: the record copies the IncarnationId the controller chose; the variant numbers a
     # re-registration of the registered incarnation anew, as if it were a broker epoch
+    # (the active controller holds every record it appended, committed or not)
     incarnation = m.incarnation_id
-    if (d.registration_bumps_same_incarnation
-            and m.incarnation_id == _registered_incarnation(q, m.src)):
+    if (d.registration_bumps_same_incarnation and m.incarnation_id == latest_registration(
+            q.log + tuple(rec for rec, _ in q.uncommitted), m.src)):
         incarnation = m.incarnation_id + 1
     # sender_cluster_action is a ghost (P9 reads it; no step does): what the ACLs say of the
     # connection's principal, looked up afresh rather than taken from the check above
+    sender_ca = cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION)
     record = RegisterControllerRecord(REGISTER_CONTROLLER, m.src, incarnation, q.epoch, r,
-                                      sender_cluster_action=cfg.allows(cfg.principal_names[m.sender_principal],
-                                                     kafka.CLUSTER_ACTION))
+                                      sender_cluster_action=sender_ca)
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
 
 
-def _registered_incarnation(q, c: int) -> int | None:
-    """The incarnation of controller c's registration as the active controller holds it: the
-    last RegisterControllerRecord for c it appended, committed or not (R-18: last wins)."""
+def latest_registration(log, c: int, upto: int | None = None) -> int | None:
+    """The incarnation of the last RegisterControllerRecord for controller c among ``log``
+    (its first ``upto`` records), or None: replay keeps the last one (R-18)."""
     inc = None
-    for rec in q.log + tuple(rec for rec, _ in q.uncommitted):
+    for rec in log[:upto]:
         if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c:
             inc = rec.incarnation_id
     return inc

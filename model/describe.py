@@ -16,8 +16,8 @@ configured names, errors by their ``Errors`` names, records and requests by Kafk
 from __future__ import annotations
 
 from model import kafka
-from model.actions import (advertised_version, epoch_holder, metadata_version,
-                           provider_controller)
+from model.actions import (advertised_version, epoch_holder, latest_registration,
+                           metadata_version, provider_controller)
 from model.config import DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
@@ -893,22 +893,14 @@ def _field_controller_channels(cfg, d, s):
     return out or ["no controller channel holds a request"]
 
 
-def _latest(log, c, upto=None):
-    inc = None
-    for rec in log[:upto]:
-        if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c:
-            inc = rec.incarnation_id
-    return inc
-
-
 def _field_registrations(cfg, d, s):
     out = []
     log = s.quorum.log
     for c in cfg.controllers():
         node = s.nodes[c]
         name = node_name(cfg, c)
-        latest = _latest(log, c)
-        seen = _latest(log, c, node.replayed)
+        latest = latest_registration(log, c)
+        seen = latest_registration(log, c, node.replayed)
         in_log = (f"the committed log has no RegisterControllerRecord for {name}"
                   if latest is None else
                   f"the committed log's last RegisterControllerRecord for {name} carries "

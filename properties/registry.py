@@ -181,6 +181,8 @@ def _appended_records(q):
 
 
 def _latest_registration(log, c: int, upto: int | None = None) -> int | None:
+    # a restatement of model.actions.latest_registration on purpose: the clauses must not
+    # change when a design mutant changes the model's helper (docs/adequacy.md)
     inc = None
     for rec in log[:upto]:
         if rec.kind == REGISTER_CONTROLLER and rec.controller_id == c:

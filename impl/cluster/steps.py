@@ -575,12 +575,15 @@ class ClusterSteps:
             return None
         return m
 
+    def _request_to_live_node(self, mid: int, api_key: int) -> Message | None:
+        """The request ``mid`` of ``api_key`` in flight to a live node, or None."""
+        m = self._deliverable(mid, {(REQUEST, api_key)})
+        return m if m is not None and self.nodes[m.dst].alive else None
+
     def _ev_controller_handles_envelope(self, mid: int, dry: bool) -> bool:
-        m = self._deliverable(mid, {(REQUEST, ENVELOPE)})
-        if m is None or not self.nodes[m.dst].alive:
-            return False
-        if dry:
-            return True
+        m = self._request_to_live_node(mid, ENVELOPE)
+        if m is None or dry:
+            return m is not None
         self.network.take(mid)
         conn = self.conns[m.conn]
         header = parse_request_header(m.payload)[0]
@@ -641,11 +644,9 @@ class ClusterSteps:
         return True
 
     def _ev_controller_handles_registration(self, mid: int, dry: bool) -> bool:
-        m = self._deliverable(mid, {(REQUEST, CONTROLLER_REGISTRATION)})
-        if m is None or not self.nodes[m.dst].alive:
-            return False
-        if dry:
-            return True
+        m = self._request_to_live_node(mid, CONTROLLER_REGISTRATION)
+        if m is None or dry:
+            return m is not None
         self.network.take(mid)
         conn = self.conns[m.conn]
         header, body = parse_request(m.payload)

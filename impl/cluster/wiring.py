@@ -184,13 +184,8 @@ class ClusterWiring:
     def _start_zk_broker(self, n: int) -> None:
         node = self.nodes[n]
         zb = self.zkc.brokers[n]
-
-        def provider(zb=zb, n=n):
-            c = zb.known_controller
-            if c < 0:
-                return None
-            return ControllerInfo(c, self._controller_listener(c))
-        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms, provider)
+        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
+                                         lambda: self._controller_info(zb.known_controller))
         node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
         node.receiver = EnvelopeReceiver(
             role=ZK_BROKER, authorizer=self.acls, forwarding_enabled=self.config.zk_forwarding,
@@ -253,20 +248,16 @@ class ClusterWiring:
             import uuid
             node.incarnations.append(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
+    def _controller_info(self, c: int) -> ControllerInfo | None:
+        """What a ControllerNodeProvider returns for controller ``c`` (-1: none known)."""
+        return None if c < 0 else ControllerInfo(c, self._controller_listener(c))
+
     def _leader_info(self):
-        leader = self.quorum.leader_id
-        if leader < 0:
-            return None
-        return ControllerInfo(leader, self._controller_listener(leader))
+        return self._controller_info(self.quorum.leader_id)
 
     def _start_kraft_broker(self, n: int) -> None:
         node = self.nodes[n]
-
-        def provider(node=node):
-            c = node.known_controller
-            if c < 0:
-                return None
-            return ControllerInfo(c, self._controller_listener(c))
-        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms, provider)
+        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
+                                         lambda: self._controller_info(node.known_controller))
         node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
         node.incarnations.append(node.run)

@@ -668,14 +668,17 @@ def controller_sends_registration(S: Sym, cfg: ModelConfig, d: Design, c: int):
     return enabled, ite(idle, S1, sent)
 
 
-def _registered_incarnation(S: Sym, c):
-    """(found, incarnation) of controller c's registration as the active controller holds it:
-    the last RegisterControllerRecord for c in the log or appended after it (R-18)."""
+def _latest_registration(S: Sym, c, upto=None, seqs=("q.log",)):
+    """(found, incarnation) of the last RegisterControllerRecord for ``c`` in the log (or its
+    first ``upto`` records), then in the other sequences of ``seqs`` (``q.uncommitted``: the
+    records the active controller appended, R-18)."""
     found, inc = FALSE, z3.IntVal(0)
-    for seq in ("q.log", "q.uncommitted"):
+    for seq in seqs:
         for k, used in S.seq_items(seq):
             hit = And(used, Eq(S[f"{seq}.{k}.kind"], REGISTER_CONTROLLER),
                       Eq(S[f"{seq}.{k}.a"], c))
+            if upto is not None and seq == "q.log":
+                hit = And(hit, k < upto)
             found = Or(found, hit)
             inc = If(hit, S[f"{seq}.{k}.b"], inc)
     return found, inc
@@ -691,7 +694,7 @@ def controller_handles_registration(S: Sym, cfg: ModelConfig, d: Design, j: int)
 
     incarnation = m["a"]
     if d.registration_bumps_same_incarnation:
-        found, current = _registered_incarnation(S1, m["src"])
+        found, current = _latest_registration(S1, m["src"], seqs=("q.log", "q.uncommitted"))
         incarnation = If(And(found, Eq(current, m["a"])), m["a"] + 1, m["a"])
 
     def at(r):

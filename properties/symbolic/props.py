@@ -15,24 +15,11 @@ from model.config import KRAFT, ZK, Design, ModelConfig
 from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_CONTROLLER,
                          REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_REGISTRATION)
 from properties import registry
-from properties.symbolic.actions import _epoch_holder
-from properties.symbolic.state import FALSE, TRUE, And, Eq, If, Not, Or, Sym
+from properties.symbolic.actions import _epoch_holder, _latest_registration
+from properties.symbolic.state import TRUE, And, Eq, If, Not, Or, Sym
 
 # --------------------------------------------------------------------------------------------
 # clauses (names as in properties/registry.py)
-
-
-def _latest_registration(S: Sym, c: int, upto=None):
-    """(found, incarnation) of the last RegisterControllerRecord for ``c`` in the log (or its
-    first ``upto`` records)."""
-    found, inc = FALSE, z3.IntVal(0)
-    for k, used in S.seq_items("q.log"):
-        hit = And(used, Eq(S[f"q.log.{k}.kind"], REGISTER_CONTROLLER), Eq(S[f"q.log.{k}.a"], c))
-        if upto is not None:
-            hit = And(hit, k < upto)
-        found = Or(found, hit)
-        inc = If(hit, S[f"q.log.{k}.b"], inc)
-    return found, inc
 
 
 def zk_writes_carry_current_epoch(S: Sym, cfg: ModelConfig, d: Design):
