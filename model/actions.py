@@ -11,20 +11,29 @@ by construction, ``step`` by checking a hand-written step), so the steps do not 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
 
 from model import kafka
 from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
                           INTER_BROKER_LISTENER, KRAFT, ZK, Design, ModelConfig)
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
-                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
-                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
-                         REPLY_ENVELOPE, REPLY_REGISTRATION,
-                         Channel, ControllerRegistrationRequest, ControllerRegistrationResponse,
-                         EnvelopeRequest, EnvelopeResponse, Event, ForwardItem, Item, Msg,
-                         MutationRecord, Node, Record, RegisterControllerRecord, RegistrationItem,
-                         Reply, Response, State, Write, replace)
+from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
+                         BROKER_REGISTRATION_CHANGE, BROKER_REGISTRATION_REQUEST,
+                         BROKER_REGISTRATION_RESPONSE, ENVELOPE_REQUEST, ENVELOPE_RESPONSE,
+                         FEATURE_LEVEL, FENCED, FORWARD, LIFECYCLE_REQUESTS, LIFECYCLE_RESPONSES,
+                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_BROKER,
+                         REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, REPLY_BROKER_REGISTRATION, REPLY_CLIENT,
+                         REPLY_ENVELOPE, REPLY_HEARTBEAT, REPLY_REGISTRATION, UNFENCED,
+                         BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                         BrokerRegistrationChangeRecord, BrokerRegistrationRequest,
+                         BrokerRegistrationResponse, Channel, ControllerRegistrationRequest,
+                         ControllerRegistrationResponse, EnvelopeRequest, EnvelopeResponse,
+                         Event, ForwardItem, Item, Msg, MutationRecord, Node, Record,
+                         RegisterBrokerRecord, RegisterControllerRecord, RegistrationItem, Reply,
+                         Response, State, Write, replace)
 
-RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE)
+RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + LIFECYCLE_RESPONSES
+REQUESTS = (ENVELOPE_REQUEST, REGISTRATION_REQUEST) + LIFECYCLE_REQUESTS
 
 # --------------------------------------------------------------------------------------------
 # small pure helpers
@@ -130,11 +139,22 @@ def wants_tick(s: State) -> bool:
             return True
         if node.retry_at != NO_TIME and node.retry_at > s.now:
             return True
-    return False
+        if node.lifecycle_registered and node.heartbeat_at >= s.now:
+            return True         # its next heartbeat (broker.heartbeat.interval.ms, BL-10)
+    # the active controller's fence timer runs while it tracks a session (BH-9)
+    return any(node.hb_contact != NO_TIME for node in s.nodes)
 
 
 def time_pending(s: State, cfg: ModelConfig, d: Design) -> bool:
-    """Something waits for a point in time: an item with a deadline, or a backoff timer."""
+    """Something waits for a point in time: an item with a deadline, a backoff timer, or the
+    active controller's fence timer for an unfenced broker's session (BH-9)."""
+    if cfg.broker_registration and any(node.hb_contact != NO_TIME for node in s.nodes):
+        view = _leader_view(s.quorum)
+        for b, node in enumerate(s.nodes):
+            if node.hb_contact != NO_TIME:
+                reg = broker_registration(view, b)
+                if reg is not None and not reg.fenced:
+                    return True
     for node in s.nodes:
         if not node.alive:
             continue
@@ -152,10 +172,11 @@ def time_pending(s: State, cfg: ModelConfig, d: Design) -> bool:
 
 
 def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int,
-                inner_err: int) -> State:
-    """Answer a request: to a client directly, or as an EnvelopeResponse / registration
-    response message.  A reply to a dead node is lost with its connection, and so is one
-    whose connection closed before (``()``: nobody waits)."""
+                inner_err: int, rec: Record | None = None) -> State:
+    """Answer a request: to a client directly, or as an EnvelopeResponse / registration /
+    heartbeat response message (``rec``: the record whose commit answers it).  A reply to a
+    dead node is lost with its connection, and so is one whose connection closed before
+    (``()``: nobody waits)."""
     if not reply:
         return s
     if reply.how == REPLY_CLIENT:
@@ -163,14 +184,30 @@ def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int
         return _respond(s, reply.to, Response(code, envelope_error=env_err))
     if not s.nodes[reply.to].alive:
         return s
-    if reply.how == REPLY_REGISTRATION and s.nodes[reply.to].incarnation != reply.key:
+    if reply.how != REPLY_ENVELOPE and s.nodes[reply.to].incarnation != reply.key:
         return s            # the requesting process run is gone, and its connection with it
     if reply.how == REPLY_ENVELOPE:
         msg = EnvelopeResponse(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key,
                                env_err, inner_err)
-    else:
+    elif reply.how == REPLY_REGISTRATION:
         msg = ControllerRegistrationResponse(REGISTRATION_RESPONSE, src, reply.to, reply.listener,
                                              reply.to, env_err or inner_err, reply.key)
+    elif reply.how == REPLY_BROKER_REGISTRATION:
+        # BR-1: BrokerEpoch on success; an error carries only its ErrorCode (epoch -1)
+        error = env_err or inner_err
+        epoch = rec.broker_epoch if rec is not None and error == kafka.NONE else -1
+        msg = BrokerRegistrationResponse(BROKER_REGISTRATION_RESPONSE, src, reply.to,
+                                         reply.listener, reply.key, error, epoch)
+    else:
+        # BH-2: an error leaves IsFenced at its default, true; a heartbeat that unfenced the
+        # broker is answered when its BrokerRegistrationChangeRecord commits
+        error = env_err or inner_err
+        fenced = 1 if error != kafka.NONE or rec is None or rec.fenced == FENCED else 0
+        held = broker_registration(_leader_view(s.quorum), reply.to) \
+            if s.quorum.leader == src else None
+        msg = BrokerHeartbeatResponse(BROKER_HEARTBEAT_RESPONSE, src, reply.to, reply.listener,
+                                      reply.key, error, fenced,
+                                      -1 if held is None else held.record.broker_epoch)
     return replace(s, network=s.network | {msg})
 
 
@@ -568,6 +605,9 @@ def node_discards_stale_response(s: State, cfg: ModelConfig, d: Design, m: Msg) 
 
 def _response_matches(s: State, m: Msg) -> bool:
     node = s.nodes[m.dst]
+    if m.kind in LIFECYCLE_RESPONSES:
+        return (node.alive and node.lifecycle_to == m.src
+                and m.incarnation_id == node.incarnation)
     inflight = node.channel.inflight
     if not node.alive or not inflight or node.channel.cached != m.src:
         return False
@@ -632,9 +672,9 @@ def controller_commits_records(s: State, cfg: ModelConfig, d: Design) -> State |
         for rec, _ in q.uncommitted:
             leader = _publish_record(cfg, d, q.leader, leader, rec)
         s = _set_node(s, q.leader, leader)
-    for _, reply in q.uncommitted:
+    for rec, reply in q.uncommitted:
         if reply:
-            s = _send_reply(s, cfg, q.leader, reply, kafka.NONE, kafka.NONE)
+            s = _send_reply(s, cfg, q.leader, reply, kafka.NONE, kafka.NONE, rec)
     return s
 
 
@@ -753,6 +793,191 @@ def node_replays_record(s: State, cfg: ModelConfig, d: Design, n: int) -> State 
 
 
 # --------------------------------------------------------------------------------------------
+# KRaft broker registration and heartbeats (BrokerLifecycleManager, ClusterControlManager)
+
+
+class BrokerRegistration(NamedTuple):
+    """A broker's current registration as replay leaves it."""
+    offset: int                     # of its RegisterBrokerRecord (registerBrokerRecordOffsets)
+    record: RegisterBrokerRecord
+    fenced: bool                    # now, after the change records that name its epoch
+
+
+def broker_registration(records, b: int) -> BrokerRegistration | None:
+    """Broker ``b``'s registration among ``records`` (a log in offset order), or None.  Replay
+    replaces it with each RegisterBrokerRecord (BR-10); a BrokerRegistrationChangeRecord that
+    names its broker epoch fences or unfences it (BR-12)."""
+    reg = None
+    for i, rec in enumerate(records):
+        if rec.kind == REGISTER_BROKER and rec.broker_id == b:
+            reg = BrokerRegistration(i, rec, rec.fenced == FENCED)
+        elif (rec.kind == BROKER_REGISTRATION_CHANGE and reg is not None and rec.broker_id == b
+              and rec.broker_epoch == reg.record.broker_epoch and rec.fenced != 0):
+            reg = reg._replace(fenced=rec.fenced == FENCED)
+    return reg
+
+
+def _leader_view(q) -> tuple:
+    """The records the active controller has applied: the committed log and its own
+    uncommitted records (its in-memory image, BR-2)."""
+    return q.log + tuple(rec for rec, _ in q.uncommitted)
+
+
+def _lifecycle_target(s: State, n: int) -> int:
+    """BL-3: the broker's heartbeat channel talks to the controller it believes leads, if
+    that one is up (a dead one is a failed connection: nothing is sent)."""
+    p = s.nodes[n].known_controller
+    return p if p != NO_NODE and s.nodes[p].alive else NO_NODE
+
+
+def broker_sends_registration(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """BL-4, BL-5, BL-8: a broker that is not registered (just started, or asked to resend by
+    its BrokerRegistrationTracker, or whose last attempt failed) sends a
+    BrokerRegistrationRequest with its incarnation, one communication at a time."""
+    node = s.nodes[n]
+    if (not cfg.broker_registration or not node.alive or node.lifecycle_registered
+            or node.lifecycle_to != NO_NODE):
+        return None
+    p = _lifecycle_target(s, n)
+    if p == NO_NODE or len(s.network) >= cfg.max_in_flight:
+        return None
+    msg = BrokerRegistrationRequest(BROKER_REGISTRATION_REQUEST, n, p, target_listener(cfg, p),
+                                    n, node.incarnation, 0,
+                                    principal_index(cfg, cfg.nodes[n].principal))
+    return replace(_set_node(s, n, replace(node, lifecycle_to=p)), network=s.network | {msg})
+
+
+def broker_sends_heartbeat(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """BL-9: a registered broker heartbeats with the broker epoch it was given and the offset
+    of the last record it replayed, once per heartbeat interval (a tick), one communication at
+    a time."""
+    node = s.nodes[n]
+    if (not cfg.broker_registration or not node.alive or not node.lifecycle_registered
+            or node.lifecycle_to != NO_NODE or node.heartbeat_at >= s.now):
+        return None
+    p = _lifecycle_target(s, n)
+    if p == NO_NODE or len(s.network) >= cfg.max_in_flight:
+        return None
+    msg = BrokerHeartbeatRequest(BROKER_HEARTBEAT_REQUEST, n, p, target_listener(cfg, p),
+                                 node.incarnation, node.broker_epoch, node.replayed - 1,
+                                 principal_index(cfg, cfg.nodes[n].principal))
+    node = replace(node, lifecycle_to=p, heartbeat_at=s.now)
+    return replace(_set_node(s, n, node), network=s.network | {msg})
+
+
+def _set_hb_contact(s: State, b: int, when: int) -> State:
+    node = s.nodes[b]
+    return s if node.hb_contact == when else _set_node(s, b, replace(node, hb_contact=when))
+
+
+def _has_valid_session(s: State, cfg: ModelConfig, b: int, reg: BrokerRegistration) -> bool:
+    """BR-8: ``hasValidSession``: tracked, not fenced, contacted within the session timeout."""
+    contact = s.nodes[b].hb_contact
+    return not reg.fenced and contact != NO_TIME and s.now <= contact + cfg.session_timeout
+
+
+def controller_handles_broker_registration(s: State, cfg: ModelConfig, d: Design,
+                                           m: Msg) -> State | None:
+    """BR-1, BR-2, BR-4, BR-5: CLUSTER_ACTION, active controller; another incarnation of the
+    broker id with a live session is DUPLICATE_BROKER_REGISTRATION, one without loses its
+    session; then one RegisterBrokerRecord, answered after its commit.  A new incarnation is
+    fenced with a new broker epoch, the next write offset (BR-3); a re-registration of the
+    registered incarnation keeps its epoch and its fenced state (BR-5, KAFKA-16952)."""
+    r, b = m.dst, m.broker_id
+    s = replace(s, network=s.network - {m})
+    reply = Reply(REPLY_BROKER_REGISTRATION, m.src, m.incarnation_id, m.listener)
+    sender_ca = cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION)
+    if not sender_ca:
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
+    q = s.quorum
+    if q.leader != r:
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
+    view = _leader_view(q)
+    cur = broker_registration(view, b)
+    if cur is not None and cur.record.incarnation_id == m.incarnation_id:
+        # the amend path: 3.7.x and 3.8.x numbered it anew (that variant)
+        epoch = len(view) if d.broker_reregistration_bumps_epoch else cur.record.broker_epoch
+        fenced = FENCED if cur.fenced else 0
+    else:
+        if cur is not None and _has_valid_session(s, cfg, b, cur):
+            return _send_reply(s, cfg, r, reply, kafka.NONE,
+                               kafka.DUPLICATE_BROKER_REGISTRATION)
+        epoch, fenced = len(view), FENCED
+    record = RegisterBrokerRecord(REGISTER_BROKER, b, m.incarnation_id, q.epoch, r,
+                                  sender_cluster_action=sender_ca, broker_epoch=epoch,
+                                  fenced=fenced)
+    s = _set_hb_contact(s, b, s.now)           # heartbeatManager.register touches it (BR-5)
+    return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
+
+
+def controller_handles_broker_heartbeat(s: State, cfg: ModelConfig, d: Design,
+                                        m: Msg) -> State | None:
+    """BH-2..BH-7: CLUSTER_ACTION, active controller; a broker epoch other than the
+    registration's is STALE_BROKER_EPOCH (an equality check, BH-4); the session is touched;
+    a fenced broker that has replayed its own RegisterBrokerRecord is unfenced by a
+    BrokerRegistrationChangeRecord, answered after its commit; otherwise the answer is
+    immediate."""
+    r, b = m.dst, m.src
+    s = replace(s, network=s.network - {m})
+    reply = Reply(REPLY_HEARTBEAT, m.src, m.incarnation_id, m.listener)
+    if not cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION):
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
+    q = s.quorum
+    if q.leader != r:
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
+    cur = broker_registration(_leader_view(q), b)
+    expected = None if cur is None else (
+        cur.offset if d.heartbeat_checks_record_offset else cur.record.broker_epoch)
+    if cur is None or m.broker_epoch != expected:
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.STALE_BROKER_EPOCH)
+    s = _set_hb_contact(s, b, s.now)
+    if cur.fenced and m.metadata_offset >= cur.offset:
+        record = BrokerRegistrationChangeRecord(BROKER_REGISTRATION_CHANGE, b,
+                                                cur.record.broker_epoch, q.epoch, r,
+                                                fenced=UNFENCED)
+        return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
+    return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE,
+                       cur.record._replace(fenced=FENCED if cur.fenced else 0))
+
+
+def broker_handles_lifecycle_response(s: State, cfg: ModelConfig, d: Design,
+                                      m: Msg) -> State | None:
+    """BL-5, BL-10, BL-11: the answer ends the communication in flight.  A successful
+    registration gives the broker its epoch and its next heartbeat goes at once; any error is
+    retried later, a registration with the same incarnation; a heartbeat error, even
+    STALE_BROKER_EPOCH, only backs off: the broker never re-registers on its own."""
+    if not _response_matches(s, m):
+        return None
+    n = m.dst
+    node = replace(s.nodes[n], lifecycle_to=NO_NODE)
+    if m.kind == BROKER_REGISTRATION_RESPONSE and m.error == kafka.NONE:
+        node = replace(node, broker_epoch=m.broker_epoch, lifecycle_registered=True,
+                       heartbeat_at=NO_TIME)
+    return replace(_set_node(s, n, node), network=s.network - {m})
+
+
+def controller_fences_stale_broker(s: State, cfg: ModelConfig, d: Design,
+                                   b: int) -> State | None:
+    """BH-9, BH-10: the active controller's fence timer finds broker ``b`` unfenced with its
+    session expired (strictly more than the session timeout since its last contact) and
+    fences it with a BrokerRegistrationChangeRecord naming the registration's epoch; the
+    heartbeat manager stops tracking it."""
+    q = s.quorum
+    contact = s.nodes[b].hb_contact
+    if (not cfg.broker_registration or q.leader == NO_NODE or not s.nodes[q.leader].alive
+            or contact == NO_TIME or s.now <= contact + cfg.session_timeout):
+        return None
+    cur = broker_registration(_leader_view(q), b)
+    if cur is None or cur.fenced:
+        return None
+    record = BrokerRegistrationChangeRecord(BROKER_REGISTRATION_CHANGE, b,
+                                            cur.record.broker_epoch, q.epoch, q.leader,
+                                            fenced=FENCED)
+    s = _set_hb_contact(s, b, NO_TIME)
+    return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, ()),)))
+
+
+# --------------------------------------------------------------------------------------------
 # elections, sessions, crashes, restarts, time
 
 
@@ -800,6 +1025,14 @@ def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> 
         for _, reply in q.uncommitted:
             if reply:
                 s = _reply_not_controller(s, cfg, d, old, reply)
+    if cfg.broker_registration:
+        # BR-13: the new leader's heartbeat manager starts a session, contacted now, for
+        # every broker registered in its log
+        registered = {rec.broker_id for rec in q.log if rec.kind == REGISTER_BROKER}
+        s = replace(s, nodes=tuple(
+            replace(node, hb_contact=s.now if b in registered else NO_TIME)
+            if node.hb_contact != (s.now if b in registered else NO_TIME) else node
+            for b, node in enumerate(s.nodes)))
     return s
 
 
@@ -833,8 +1066,13 @@ def network_drops_message(s: State, cfg: ModelConfig, d: Design, m: Msg) -> Stat
     if m not in s.network or s.drops_left <= 0:
         return None
     s = replace(s, network=s.network - {m}, drops_left=s.drops_left - 1)
-    owner = m.src if m.kind in (ENVELOPE_REQUEST, REGISTRATION_REQUEST) else m.dst
+    owner = m.src if m.kind in REQUESTS else m.dst
     node = s.nodes[owner]
+    if m.kind in LIFECYCLE_REQUESTS + LIFECYCLE_RESPONSES:
+        peer = m.dst if m.kind in LIFECYCLE_REQUESTS else m.src
+        if node.alive and node.lifecycle_to == peer and node.incarnation == m.incarnation_id:
+            s = _set_node(s, owner, replace(node, lifecycle_to=NO_NODE))
+        return s
     inflight = node.channel.inflight
     if node.alive and inflight and _on_connection(m, owner, inflight):
         s = _set_node(s, owner, _requeue_front(node))
@@ -849,8 +1087,9 @@ def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
     node = s.nodes[n]
     if not node.alive or s.crashes_left <= 0:
         return None
+    # hb_contact is the active controller's, not the process's: it stays
     dead = Node(alive=False, incarnation=node.incarnation, session_expired=node.session_expired,
-                replayed=node.replayed)
+                replayed=node.replayed, hb_contact=node.hb_contact)
     s = replace(_set_node(s, n, dead), crashes_left=s.crashes_left - 1,
                 network=frozenset(m for m in s.network if m.dst != n
                                   and not (m.src == n and m.kind in RESPONSES)))
@@ -859,6 +1098,9 @@ def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
         peer = s.nodes[p]
         if peer.alive and peer.channel.cached == n and peer.channel.inflight:
             s = _set_node(s, p, _requeue_front(peer))
+            peer = s.nodes[p]
+        if peer.alive and peer.lifecycle_to == n:
+            s = _set_node(s, p, replace(peer, lifecycle_to=NO_NODE))
     for c, spec in enumerate(cfg.clients):
         if spec.node == n and _waiting(s, c):
             s = _respond(s, c, Response(kafka.NETWORK_EXCEPTION))
@@ -879,5 +1121,6 @@ def node_restarts(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None
     # its first metadata delta carries all of it.  No registration carries the new
     # incarnation yet, so it is not registered, and its manager's start-up check is queued.
     fresh = Node(alive=True, incarnation=node.incarnation + 1, replayed=node.replayed,
-                 send_requested=cfg.registration and cfg.nodes[n].role == CONTROLLER)
+                 send_requested=cfg.registration and cfg.nodes[n].role == CONTROLLER,
+                 hb_contact=node.hb_contact)
     return replace(_set_node(s, n, fresh), restarts_left=s.restarts_left - 1)

@@ -69,6 +69,14 @@ class ModelConfig:
     metadata_version: int = kafka.MV_3_7_IV0
     initial_controller: int | None = 0  # ZK: elected controller at start; KRaft: leader
     initially_registered: tuple = ()   # KRaft controllers registered (incarnation 0) at start
+    # KRaft brokers run their BrokerLifecycleManager: they register, heartbeat, and the active
+    # controller fences and unfences them (BR-*, BH-*, BL-*)
+    broker_registration: bool = False
+    # KRaft brokers registered (incarnation 0, unfenced) at start, in a log written before an
+    # upgrade of metadata.version: their BrokerRegistrationTracker has asked for a resend of
+    # the registration (BL-8), which the start-up state stands just after
+    initially_registered_brokers: tuple = ()
+    session_timeout: int = 1    # broker.session.timeout.ms in ticks (BH-1, BH-9)
     forward_timeout: int = 2
     registration_timeout: int = 1
     max_time: int = 3
@@ -155,7 +163,19 @@ class ModelConfig:
             raise ValueError(f"{self.name}: initial_controller {ic} out of range")
         if self.mode == KRAFT and ic is not None and self.nodes[ic].role != CONTROLLER:
             raise ValueError(f"{self.name}: the KRaft leader must be a controller")
-        for bound in ("forward_timeout", "registration_timeout", "max_time", "max_elections",
+        for b in self.initially_registered_brokers:
+            if (self.mode != KRAFT or not self.broker_registration
+                    or not 0 <= b < self.n_nodes or self.nodes[b].role != BROKER):
+                raise ValueError(f"{self.name}: initially_registered_brokers names {b}, not a "
+                                 f"KRaft broker with broker_registration on")
+        if self.broker_registration and self.mode != KRAFT:
+            raise ValueError(f"{self.name}: broker_registration is KRaft broker registration")
+        if self.broker_registration and self.symmetric_groups:
+            # lifecycle_to and the heartbeat sessions name nodes: the permutation of
+            # model/symmetry.py does not rename them
+            raise ValueError(f"{self.name}: symmetric_groups with broker_registration")
+        for bound in ("forward_timeout", "registration_timeout", "session_timeout", "max_time",
+                      "max_elections",
                       "max_session_expiries", "max_crashes", "max_restarts", "max_drops",
                       "max_in_flight"):
             if getattr(self, bound) < 0:
@@ -195,6 +215,8 @@ class Design:
     controller_describe_without_alter: bool = False
     not_controller_unanswered: bool = False
     registration_bumps_same_incarnation: bool = False
+    broker_reregistration_bumps_epoch: bool = False
+    heartbeat_checks_record_offset: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -361,6 +383,25 @@ VARIANTS = {v.name: v for v in (
             "registered incarnation got a new broker epoch)",
             ("P3",), ("registration_bumps_same_incarnation",),
             "kraft-registration-leader-change"),
+    Variant("broker-reregistration-bumps-epoch",
+            "Kafka 3.7.x and 3.8.x: the active controller gives a re-registration of the broker "
+            "incarnation already registered a new broker epoch (the next write offset), as it "
+            "does for a new incarnation, while it keeps the registration's fenced state",
+            "KAFKA-16952 (T-9, fixed in 3.9.0): 'Do not bump broker epoch when re-registering "
+            "the same incarnation' -- the broker epoch 'is meant to only be bumped on broker "
+            "restart'; BR-5, BR-5a, BL-8 (the re-registration after a metadata.version upgrade, "
+            "KAFKA-16757)", ("P10",), ("broker_reregistration_bumps_epoch",),
+            "kraft-broker-registration"),
+    Variant("heartbeat-checks-record-offset",
+            "the active controller checks a heartbeat's broker epoch against the offset of the "
+            "broker's latest RegisterBrokerRecord (BR-3's epoch, true of a new incarnation only) "
+            "instead of the registration's broker epoch: once a re-registration keeps the epoch, "
+            "the live broker's heartbeats are answered STALE_BROKER_EPOCH and its session runs "
+            "out",
+            "BH-4 (checkBrokerEpoch compares with registration.epoch()); BR-3 and BR-5 (the "
+            "epoch is the record's offset only for a new incarnation; KAFKA-16952 keeps it on a "
+            "re-registration)", ("P10",), ("heartbeat_checks_record_offset",),
+            "kraft-broker-registration"),
 )}
 
 

@@ -242,10 +242,25 @@ KRAFT_ALL = ModelConfig(
                "registration-timed-out", "describe-lists-controllers"),
 )
 
+KRAFT_BROKER_REGISTRATION = ModelConfig(
+    name="kraft-broker-registration",
+    description="KRaft broker registration: C1 leads; B2 was registered before a "
+                "metadata.version upgrade and re-registers its running incarnation (BL-8), "
+                "heartbeats, may crash (its session runs out and it is fenced) and restart with "
+                "a new incarnation, which registers fenced and is unfenced once caught up.",
+    mode=KRAFT, nodes=(_controller("C1"), _broker("B2")), clients=(), acls=ACLS,
+    broker_registration=True, initial_controller=0, initially_registered_brokers=(1,),
+    max_crashes=1, max_restarts=1, session_timeout=1, max_time=3,
+    witnesses=("broker-reregistered-same-incarnation", "broker-unfenced",
+               "broker-fenced-by-session-timeout", "restarted-broker-registered",
+               "duplicate-broker-registration-refused"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
                                KRAFT_MISCONFIGURED, KRAFT_REGISTRATION_LEADER_CHANGE,
+                               KRAFT_BROKER_REGISTRATION,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

@@ -16,13 +16,16 @@ configured names, errors by their ``Errors`` names, records and requests by Kafk
 from __future__ import annotations
 
 from model import kafka
-from model.actions import (advertised_version, epoch_holder, latest_registration,
-                           metadata_version, provider_controller)
+from model.actions import (advertised_version, broker_registration, epoch_holder,
+                           latest_registration, metadata_version, provider_controller)
 from model.config import DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
-                         MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
-                         REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, MSG_ARITY,
-                         Item, Msg, Record, Response, State, message)
+from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
+                         BROKER_REGISTRATION_CHANGE, BROKER_REGISTRATION_REQUEST,
+                         BROKER_REGISTRATION_RESPONSE, ENVELOPE_REQUEST, ENVELOPE_RESPONSE,
+                         FEATURE_LEVEL, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME,
+                         NO_VERSIONS, REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION,
+                         REGISTRATION_REQUEST, REGISTRATION_RESPONSE, MSG_ARITY, Item, Msg,
+                         Record, Response, State, message)
 from model.step import Step
 
 # The record a controller appends for each mutation (QuorumController's replay types).
@@ -93,6 +96,14 @@ def describe_record(cfg: ModelConfig, rec: Record) -> str:
     if rec.kind == REGISTER_CONTROLLER:
         return (f"a RegisterControllerRecord for {node_name(cfg, rec.controller_id)} with "
                 f"incarnation_id {rec.incarnation_id}")
+    if rec.kind == REGISTER_BROKER:
+        return (f"a RegisterBrokerRecord for {node_name(cfg, rec.broker_id)} with "
+                f"incarnation_id {rec.incarnation_id}, broker epoch {rec.broker_epoch}, "
+                + ("fenced" if rec.fenced == FENCED else "not fenced"))
+    if rec.kind == BROKER_REGISTRATION_CHANGE:
+        what = {FENCED: "fencing"}.get(rec.fenced, "unfencing" if rec.fenced else "not changing")
+        return (f"a BrokerRegistrationChangeRecord {what} {node_name(cfg, rec.broker_id)}'s "
+                f"registration of broker epoch {rec.broker_epoch}")
     spec = cfg.clients[rec.client] if 0 <= rec.client < len(cfg.clients) else None
     kind = _RECORD_OF_API.get(spec.api if spec else None, "metadata record")
     return f"the {kind} of {_request(cfg, rec.client)}"
@@ -129,6 +140,19 @@ def describe_msg(cfg: ModelConfig, m: Msg) -> str:
     if m.kind == REGISTRATION_RESPONSE:
         return (f"{src}'s ControllerRegistrationResponse to {dst} for incarnation_id "
                 f"{m.incarnation_id} (error {_err(m.error)})")
+    if m.kind == BROKER_REGISTRATION_REQUEST:
+        return (f"{src}'s BrokerRegistrationRequest to {dst} on {_listener(cfg, m.listener)} "
+                f"for incarnation_id {m.incarnation_id}")
+    if m.kind == BROKER_REGISTRATION_RESPONSE:
+        epoch = f", broker epoch {m.broker_epoch}" if m.error == kafka.NONE else ""
+        return (f"{src}'s BrokerRegistrationResponse to {dst} for incarnation_id "
+                f"{m.incarnation_id} (error {_err(m.error)}{epoch})")
+    if m.kind == BROKER_HEARTBEAT_REQUEST:
+        return (f"{src}'s BrokerHeartbeatRequest to {dst} on {_listener(cfg, m.listener)} with "
+                f"broker epoch {m.broker_epoch} at metadata offset {m.metadata_offset}")
+    if m.kind == BROKER_HEARTBEAT_RESPONSE:
+        fenced = "" if m.error != kafka.NONE else (", fenced" if m.is_fenced else ", not fenced")
+        return f"{src}'s BrokerHeartbeatResponse to {dst} (error {_err(m.error)}{fenced})"
     return f"an unknown message from {src} to {dst}"
 
 
@@ -231,6 +255,8 @@ def _effects(cfg: ModelConfig, b: State, a: State, skip=(), consumed: Msg | None
                 note = "" if reply else ", answering nobody when it commits"
                 out.append(f"{node_name(cfg, rec.writer)} appends {describe_record(cfg, rec)}, "
                            f"not yet committed{note}")
+        elif [r for r, _ in qa.uncommitted] == [r for r, _ in qb.uncommitted]:
+            pass                # the same records, only whom they answer changed
         elif qb.uncommitted and len(qa.log) == len(qb.log):
             k = len(qb.uncommitted)
             out.append(f"{node_name(cfg, qb.leader)}'s uncommitted record is lost" if k == 1 else
@@ -260,6 +286,15 @@ def _sent(cfg: ModelConfig, m: Msg) -> str:
     if m.kind == ENVELOPE_REQUEST:
         return (f"{src} forwards {_request(cfg, m.client, m.version)} to {dst} in an "
                 f"EnvelopeRequest on {_listener(cfg, m.listener)}, hop {m.hops}")
+    if m.kind == BROKER_REGISTRATION_RESPONSE:
+        epoch = f", broker epoch {m.broker_epoch}" if m.error == kafka.NONE else ""
+        return (f"{src} answers {dst}'s BrokerRegistrationRequest for incarnation_id "
+                f"{m.incarnation_id} with {_err(m.error)}{epoch}")
+    if m.kind == BROKER_HEARTBEAT_RESPONSE:
+        fenced = "" if m.error != kafka.NONE else (", fenced" if m.is_fenced else ", not fenced")
+        return f"{src} answers {dst}'s BrokerHeartbeatRequest with {_err(m.error)}{fenced}"
+    if m.kind in (BROKER_REGISTRATION_REQUEST, BROKER_HEARTBEAT_REQUEST):
+        return f"{src} sends {describe_msg(cfg, m)[len(src) + 3:]}"
     return (f"{src} sends a ControllerRegistrationRequest for incarnation_id {m.incarnation_id} "
             f"to {dst} on {_listener(cfg, m.listener)}")
 
@@ -655,6 +690,12 @@ def _clock_ticks(cfg, _, b, a):
         if node.retry_at != NO_TIME and node.retry_at > b.now:
             waits.append(f"{node_name(cfg, n)} waits to retry its registration at "
                          f"t={node.retry_at}")
+        if node.lifecycle_registered and node.heartbeat_at >= b.now:
+            waits.append(f"{node_name(cfg, n)} waits for its next heartbeat")
+    sessions = [node_name(cfg, n) for n, node in enumerate(b.nodes) if node.hb_contact != NO_TIME]
+    if sessions and b.quorum.leader != NO_NODE:
+        waits.append(f"{node_name(cfg, b.quorum.leader)}'s fence timer watches the session"
+                     f"{'s' if len(sessions) > 1 else ''} of {_join(sessions)}")
     return f"Time passes from t={b.now} to t={b.now + 1} while {_join(waits)}"
 
 
@@ -701,6 +742,71 @@ def _node_restarts(cfg, n, b, a):
     return main
 
 
+def _broker_sends_registration(cfg, n, b, a):
+    name = node_name(cfg, n)
+    if b is None:
+        return f"{name}'s BrokerLifecycleManager sends a BrokerRegistrationRequest"
+    node = b.nodes[n]
+    why = (" again, to re-register its running incarnation" if node.broker_epoch != -1 else "")
+    main = (f"{name}'s BrokerLifecycleManager sends a BrokerRegistrationRequest for "
+            f"incarnation_id {node.incarnation}{why} to {node_name(cfg, node.known_controller)}")
+    return main
+
+
+def _broker_sends_heartbeat(cfg, n, b, a):
+    name = node_name(cfg, n)
+    if b is None:
+        return f"{name}'s BrokerLifecycleManager sends a BrokerHeartbeatRequest"
+    node = b.nodes[n]
+    return (f"{name} heartbeats to {node_name(cfg, node.known_controller)} with broker epoch "
+            f"{node.broker_epoch}, having replayed {_plural(node.replayed, 'metadata record')}")
+
+
+def _controller_handles_broker_registration(cfg, msg, b, a):
+    m = message(msg)
+    main = (f"{_role(cfg, b, m.dst)} handles {node_name(cfg, m.src)}'s "
+            f"BrokerRegistrationRequest for incarnation_id {m.incarnation_id}")
+    if b is None or a is None:
+        return main
+    return _with(main, _effects(cfg, b, a, consumed=m))
+
+
+def _controller_handles_broker_heartbeat(cfg, msg, b, a):
+    m = message(msg)
+    main = (f"{_role(cfg, b, m.dst)} handles {node_name(cfg, m.src)}'s heartbeat with broker "
+            f"epoch {m.broker_epoch} at metadata offset {m.metadata_offset}")
+    if b is None or a is None:
+        return main
+    return _with(main, _effects(cfg, b, a, consumed=m))
+
+
+def _broker_handles_lifecycle_response(cfg, msg, b, a):
+    m = message(msg)
+    main = f"{node_name(cfg, m.dst)} handles {describe_msg(cfg, m)}"
+    if b is None or a is None:
+        return main
+    node = a.nodes[m.dst]
+    if m.kind == BROKER_REGISTRATION_RESPONSE and m.error == kafka.NONE:
+        return f"{main}: it is registered with broker epoch {node.broker_epoch}"
+    if m.kind == BROKER_REGISTRATION_RESPONSE:
+        return f"{main}: it will retry the registration with the same incarnation"
+    if m.error != kafka.NONE:
+        return f"{main}: it backs off and will heartbeat again with the same broker epoch"
+    return main
+
+
+def _controller_fences_stale_broker(cfg, n, b, a):
+    name = node_name(cfg, n)
+    if b is None:
+        return f"The active controller fences {name}, whose session expired"
+    contact = b.nodes[n].hb_contact
+    main = (f"{_role(cfg, b, b.quorum.leader)} fences {name}: its last contact was at "
+            f"t={contact}, more than {_plural(cfg.session_timeout, 'tick')} ago")
+    if a is None:
+        return main
+    return _with(main, _effects(cfg, b, a))
+
+
 _STEPS = {
     "client_sends_request": _client_sends_request,
     "broker_learns_controller": _broker_learns_controller,
@@ -712,6 +818,12 @@ _STEPS = {
     "controller_sends_registration": _controller_sends_registration,
     "controller_handles_registration": _controller_handles_registration,
     "controller_handles_registration_response": _controller_handles_registration_response,
+    "broker_sends_registration": _broker_sends_registration,
+    "broker_sends_heartbeat": _broker_sends_heartbeat,
+    "controller_handles_broker_registration": _controller_handles_broker_registration,
+    "controller_handles_broker_heartbeat": _controller_handles_broker_heartbeat,
+    "broker_handles_lifecycle_response": _broker_handles_lifecycle_response,
+    "controller_fences_stale_broker": _controller_fences_stale_broker,
     "node_discards_stale_response": _node_discards_stale_response,
     "controller_processes_event": _controller_processes_event,
     "controller_commits_records": _controller_commits_records,
@@ -893,6 +1005,44 @@ def _field_controller_channels(cfg, d, s):
     return out or ["no controller channel holds a request"]
 
 
+def _field_broker_registrations(cfg, d, s):
+    out = []
+    q = s.quorum
+    view = q.log + tuple(rec for rec, _ in q.uncommitted)
+    for b in cfg.brokers():
+        name = node_name(cfg, b)
+        for where, recs in (("committed log", q.log), ("active controller", view)):
+            reg = broker_registration(recs, b)
+            if reg is None:
+                out.append(f"the {where} has no RegisterBrokerRecord for {name}")
+                continue
+            out.append(f"the {where}'s registration of {name}: incarnation_id "
+                       f"{reg.record.incarnation_id}, broker epoch {reg.record.broker_epoch}, "
+                       f"record at offset {reg.offset}, "
+                       + ("fenced" if reg.fenced else "not fenced"))
+        contact = s.nodes[b].hb_contact
+        out.append(f"the active controller tracks no session for {name}" if contact == NO_TIME
+                   else f"the active controller last heard from {name} at t={contact}")
+    return out
+
+
+def _field_broker_lifecycles(cfg, d, s):
+    out = []
+    for b in cfg.brokers():
+        node = s.nodes[b]
+        name = node_name(cfg, b)
+        if not node.alive:
+            out.append(f"{name} is down, its last incarnation being {node.incarnation}")
+            continue
+        state = (f"registered with broker epoch {node.broker_epoch}" if node.lifecycle_registered
+                 else "not registered" + (f" (it holds broker epoch {node.broker_epoch})"
+                                          if node.broker_epoch != -1 else ""))
+        wait = ("" if node.lifecycle_to == NO_NODE else
+                f", waiting for an answer from {node_name(cfg, node.lifecycle_to)}")
+        out.append(f"{name} runs incarnation {node.incarnation}, {state}{wait}")
+    return out
+
+
 def _field_registrations(cfg, d, s):
     out = []
     log = s.quorum.log
@@ -1065,6 +1215,8 @@ FIELDS = {
     "network": _field_network,
     "controller-channels": _field_controller_channels,
     "registrations": _field_registrations,
+    "broker-registrations": _field_broker_registrations,
+    "broker-lifecycles": _field_broker_lifecycles,
     "applied-mutations": _field_applied_mutations,
     "client-responses": _field_client_responses,
     "describe-responses": _field_describe_responses,

@@ -13,10 +13,13 @@ from functools import lru_cache
 
 from model import actions as A
 from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, MSG_KIND_NAMES,
-                         MSG_ARITY, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
+from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
+                         BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
+                         ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, MSG_KIND_NAMES,
+                         MSG_ARITY, REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, Client, FeatureLevelRecord, Node, Quorum, NO_NODE,
-                         RegisterControllerRecord, State, Zk, message)
+                         NO_TIME, RegisterBrokerRecord, RegisterControllerRecord, State, Zk,
+                         message)
 from model.step import Step
 
 # argument kinds
@@ -47,7 +50,10 @@ class ActionSpec:
     requires: str | None = None  # a ModelConfig flag that must be on for it to happen
 
 
-_ALL_MSGS = (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE)
+_ALL_MSGS = (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE,
+             BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE, BROKER_HEARTBEAT_REQUEST,
+             BROKER_HEARTBEAT_RESPONSE)
+_LIFECYCLE_RESPONSES = (BROKER_REGISTRATION_RESPONSE, BROKER_HEARTBEAT_RESPONSE)
 
 # The order is the Next order.
 ACTION_TABLE = (
@@ -66,8 +72,21 @@ ACTION_TABLE = (
                (REGISTRATION_REQUEST,)),
     ActionSpec("controller_handles_registration_response",
                A.controller_handles_registration_response, MSG_ARG, (REGISTRATION_RESPONSE,)),
+    ActionSpec("broker_sends_registration", A.broker_sends_registration, NODE_ARG, mode=KRAFT,
+               role=BROKER, requires="broker_registration"),
+    ActionSpec("broker_sends_heartbeat", A.broker_sends_heartbeat, NODE_ARG, mode=KRAFT,
+               role=BROKER, requires="broker_registration"),
+    ActionSpec("controller_handles_broker_registration",
+               A.controller_handles_broker_registration, MSG_ARG, (BROKER_REGISTRATION_REQUEST,),
+               mode=KRAFT, requires="broker_registration"),
+    ActionSpec("controller_handles_broker_heartbeat", A.controller_handles_broker_heartbeat,
+               MSG_ARG, (BROKER_HEARTBEAT_REQUEST,), mode=KRAFT, requires="broker_registration"),
+    ActionSpec("broker_handles_lifecycle_response", A.broker_handles_lifecycle_response,
+               MSG_ARG, _LIFECYCLE_RESPONSES, mode=KRAFT, requires="broker_registration"),
+    ActionSpec("controller_fences_stale_broker", A.controller_fences_stale_broker, NODE_ARG,
+               mode=KRAFT, role=BROKER, requires="broker_registration"),
     ActionSpec("node_discards_stale_response", A.node_discards_stale_response, MSG_ARG,
-               (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE)),
+               (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + _LIFECYCLE_RESPONSES),
     ActionSpec("controller_processes_event", A.controller_processes_event, NODE_ARG, mode=ZK),
     ActionSpec("controller_commits_records", A.controller_commits_records, NONE_ARG,
                mode=KRAFT),
@@ -112,6 +131,10 @@ def initial_state(cfg: ModelConfig) -> State:
         log = (FeatureLevelRecord(FEATURE_LEVEL, cfg.metadata_version, 0, epoch, ic),)
         log += tuple(RegisterControllerRecord(REGISTER_CONTROLLER, c, 0, epoch, ic)
                      for c in cfg.initially_registered)
+        # brokers registered before the upgrade: unfenced, their epoch their record's offset
+        log += tuple(RegisterBrokerRecord(REGISTER_BROKER, b, 0, epoch, ic,
+                                          broker_epoch=len(log) + i, fenced=0)
+                     for i, b in enumerate(cfg.initially_registered_brokers))
     for i, spec in enumerate(cfg.nodes):
         if cfg.mode == ZK:
             active = i == ic
@@ -122,6 +145,13 @@ def initial_state(cfg: ModelConfig) -> State:
             nodes.append(Node(replayed=len(log) if warm else 0,
                               registered_in_log=warm and cfg.registration,
                               send_requested=cfg.registration and not warm))
+        elif i in cfg.initially_registered_brokers:
+            # the tracker has asked for a resend of the registration (BL-8); the leader
+            # tracks its session (BR-13)
+            epoch_of = next(rec.broker_epoch for rec in log
+                            if rec.kind == REGISTER_BROKER and rec.broker_id == i)
+            nodes.append(Node(known_controller=ic, replayed=len(log), broker_epoch=epoch_of,
+                              hb_contact=0 if ic != NO_NODE else NO_TIME))
         else:
             nodes.append(Node(known_controller=ic, replayed=len(log)))
     zk, quorum = Zk(), Quorum()

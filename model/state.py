@@ -48,12 +48,23 @@ NO_VERSIONS = -1
 FORWARD, REGISTRATION = 0, 1
 # message kinds on the network between nodes
 ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE = 0, 1, 2, 3
+BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE = 4, 5
+BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE = 6, 7
 MSG_KIND_NAMES = ("EnvelopeRequest", "EnvelopeResponse", "ControllerRegistrationRequest",
-                  "ControllerRegistrationResponse")
+                  "ControllerRegistrationResponse", "BrokerRegistrationRequest",
+                  "BrokerRegistrationResponse", "BrokerHeartbeatRequest",
+                  "BrokerHeartbeatResponse")
+# a broker's BrokerLifecycleManager talks to the active controller with these
+LIFECYCLE_REQUESTS = (BROKER_REGISTRATION_REQUEST, BROKER_HEARTBEAT_REQUEST)
+LIFECYCLE_RESPONSES = (BROKER_REGISTRATION_RESPONSE, BROKER_HEARTBEAT_RESPONSE)
 # metadata-log record kinds
 FEATURE_LEVEL, REGISTER_CONTROLLER, MUTATION_RECORD = 0, 1, 2
+REGISTER_BROKER, BROKER_REGISTRATION_CHANGE = 3, 4
+# BrokerRegistrationChangeRecord.Fenced (an int8): -1 unfenced, 0 no change, 1 fenced (BH-10)
+UNFENCED, FENCED = -1, 1
 # how a reply reaches its requester once a write is done
 REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION = 0, 1, 2
+REPLY_BROKER_REGISTRATION, REPLY_HEARTBEAT = 3, 4
 
 
 class ForwardItem(NamedTuple):
@@ -150,12 +161,69 @@ class ControllerRegistrationResponse(NamedTuple):
     sender_principal: int = 0
 
 
+class BrokerRegistrationRequest(NamedTuple):
+    """BL-4: a KRaft broker registers its incarnation with the active controller."""
+    kind: int           # BROKER_REGISTRATION_REQUEST
+    src: int
+    dst: int
+    listener: int
+    broker_id: int
+    incarnation_id: int
+    reserved: int       # always 0
+    sender_principal: int = 0
+
+
+class BrokerRegistrationResponse(NamedTuple):
+    """BR-1: the answer, with the broker epoch the controller assigned (-1 on an error)."""
+    kind: int           # BROKER_REGISTRATION_RESPONSE
+    src: int
+    dst: int
+    listener: int
+    incarnation_id: int  # the incarnation whose request it answers
+    error: int
+    broker_epoch: int
+    sender_principal: int = 0
+
+
+class BrokerHeartbeatRequest(NamedTuple):
+    """BL-9: a registered broker's heartbeat, with the broker epoch it was given and the
+    metadata offset it has replayed (WantFence is false: the model's brokers are ready to
+    unfence as soon as they have caught up, BL-12)."""
+    kind: int           # BROKER_HEARTBEAT_REQUEST
+    src: int            # the broker: BrokerId
+    dst: int
+    listener: int
+    incarnation_id: int  # the process run whose connection carries it (not on the wire)
+    broker_epoch: int
+    metadata_offset: int  # CurrentMetadataOffset: the records the broker has replayed
+    sender_principal: int = 0
+
+
+class BrokerHeartbeatResponse(NamedTuple):
+    """BH-2, BH-5: the answer to a heartbeat (IsFenced is true on an error, its default)."""
+    kind: int           # BROKER_HEARTBEAT_RESPONSE
+    src: int
+    dst: int
+    listener: int
+    incarnation_id: int  # the broker process run whose connection it answers
+    error: int
+    is_fenced: int      # 1: fenced, 0: not
+    # ghost (no action reads it; P10 does, and conformance leaves it out): the broker epoch of
+    # the registration the controller held for the broker when it answered, -1: none
+    registered_epoch: int = -1
+
+
 # a message between nodes, whichever its kind; ``message(t)`` rebuilds one from its tuple
 Msg = EnvelopeRequest | EnvelopeResponse | ControllerRegistrationRequest | \
-    ControllerRegistrationResponse
+    ControllerRegistrationResponse | BrokerRegistrationRequest | BrokerRegistrationResponse | \
+    BrokerHeartbeatRequest | BrokerHeartbeatResponse
 MSG_TYPES = {ENVELOPE_REQUEST: EnvelopeRequest, ENVELOPE_RESPONSE: EnvelopeResponse,
              REGISTRATION_REQUEST: ControllerRegistrationRequest,
-             REGISTRATION_RESPONSE: ControllerRegistrationResponse}
+             REGISTRATION_RESPONSE: ControllerRegistrationResponse,
+             BROKER_REGISTRATION_REQUEST: BrokerRegistrationRequest,
+             BROKER_REGISTRATION_RESPONSE: BrokerRegistrationResponse,
+             BROKER_HEARTBEAT_REQUEST: BrokerHeartbeatRequest,
+             BROKER_HEARTBEAT_RESPONSE: BrokerHeartbeatResponse}
 MSG_ARITY = 8       # every kind's number of fields
 
 
@@ -190,9 +258,9 @@ class Write(NamedTuple):
     zk_holder: int = NO_NODE
 
 
-# Metadata-log records (KRaft).  Every kind has the same seven positions (kind, two of its
-# own, then who appended it in which epoch and the ghosts P4/P9 read), as channel items and
-# messages do: a state's fingerprint depends on positions only.
+# Metadata-log records (KRaft).  Every kind has the same nine positions (kind, two of its own,
+# who appended it in which epoch, the ghosts P4/P9 read, then two more of its own), as channel
+# items and messages do: a state's fingerprint depends on positions only.
 
 class FeatureLevelRecord(NamedTuple):
     """The FeatureLevelRecord for metadata.version the log starts with (R-1)."""
@@ -203,6 +271,8 @@ class FeatureLevelRecord(NamedTuple):
     writer: int         # the leader that appended it
     via_envelope: bool = False
     sender_cluster_action: bool = True
+    reserved7: int = 0
+    reserved8: int = 0
 
 
 class RegisterControllerRecord(NamedTuple):
@@ -214,6 +284,8 @@ class RegisterControllerRecord(NamedTuple):
     writer: int
     via_envelope: bool = False
     sender_cluster_action: bool = True
+    reserved7: int = 0
+    reserved8: int = 0
 
 
 class MutationRecord(NamedTuple):
@@ -225,12 +297,45 @@ class MutationRecord(NamedTuple):
     writer: int
     via_envelope: bool = False      # it came in an EnvelopeRequest
     sender_cluster_action: bool = True  # ghost: that envelope's sender had CLUSTER_ACTION
+    reserved7: int = 0
+    reserved8: int = 0
+
+
+class RegisterBrokerRecord(NamedTuple):
+    """BR-5: a KRaft broker's registration, as the active controller appended it: a new
+    incarnation is fenced with a new broker epoch (the record's offset, BR-3); a re-registration
+    of the registered incarnation keeps its epoch and its fenced state (BR-5, KAFKA-16952)."""
+    kind: int           # REGISTER_BROKER
+    broker_id: int
+    incarnation_id: int
+    epoch: int
+    writer: int
+    via_envelope: bool = False
+    sender_cluster_action: bool = True  # ghost: the registering connection had CLUSTER_ACTION
+    broker_epoch: int = -1
+    fenced: int = FENCED                # FENCED or 0 (RegisterBrokerRecord.Fenced, a bool)
+
+
+class BrokerRegistrationChangeRecord(NamedTuple):
+    """BH-10: the active controller fences (session expired, BH-9) or unfences (a caught-up
+    heartbeat, BH-7) a registered broker; it names the registration by its broker epoch."""
+    kind: int           # BROKER_REGISTRATION_CHANGE
+    broker_id: int
+    broker_epoch: int
+    epoch: int
+    writer: int
+    via_envelope: bool = False
+    sender_cluster_action: bool = True
+    fenced: int = 0                     # FENCED, UNFENCED or 0 (no change)
+    reserved8: int = 0
 
 
 # a metadata-log record, whichever its kind; ``record(t)`` rebuilds one from its tuple
-Record = FeatureLevelRecord | RegisterControllerRecord | MutationRecord
+Record = FeatureLevelRecord | RegisterControllerRecord | MutationRecord | RegisterBrokerRecord | \
+    BrokerRegistrationChangeRecord
 RECORD_TYPES = {FEATURE_LEVEL: FeatureLevelRecord, REGISTER_CONTROLLER: RegisterControllerRecord,
-                MUTATION_RECORD: MutationRecord}
+                MUTATION_RECORD: MutationRecord, REGISTER_BROKER: RegisterBrokerRecord,
+                BROKER_REGISTRATION_CHANGE: BrokerRegistrationChangeRecord}
 
 
 def record(fields) -> Record:
@@ -288,6 +393,16 @@ class Node:
     pending_rpc: bool = False
     registered_in_log: bool = False
     retry_at: int = NO_TIME         # backoff timer after a failed registration RPC
+    # BrokerLifecycleManager of a KRaft broker (BL-1..BL-11)
+    broker_epoch: int = -1          # _brokerEpoch: from the last successful registration
+    lifecycle_registered: bool = False  # registered: False means the next communication is a
+                                        # BrokerRegistrationRequest
+    lifecycle_to: int = NO_NODE     # the controller its one request in flight went to (BL-9)
+    heartbeat_at: int = NO_TIME     # when it last sent a heartbeat: one per tick
+    # the active controller's BrokerHeartbeatManager entry for this broker (BH-8): its last
+    # contact, NO_TIME when it tracks no session.  One manager is active at a time and a new
+    # leader starts a fresh one (BR-13), so the entry lives in the broker's slot.
+    hb_contact: int = NO_TIME
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from model.config import Design, ModelConfig
 from model.describe import node_name
-from model.state import MSG_KIND_NAMES, NO_TIME, State
+from model.state import MSG_KIND_NAMES, NO_NODE, NO_TIME, State
 
 __all__ = ["Piece", "PIECES", "outstanding", "describe_outstanding"]
 
@@ -162,6 +162,18 @@ def session_expiry_unhandled(s: State, cfg: ModelConfig, d: Design) -> tuple:
                  for n, node in enumerate(s.nodes) if node.alive and node.session_expired)
 
 
+def broker_communication_pending(s: State, cfg: ModelConfig, d: Design) -> tuple:
+    """A live KRaft broker's BrokerLifecycleManager has a registration or heartbeat in flight.
+
+    BL-5, BL-10: the answer, an error or the channel's timeout ends every communication
+    (``communicationInFlight`` is cleared on each path), and the next one is scheduled: a
+    broker whose communication never ends can neither register nor heartbeat again."""
+    return tuple(f"{node_name(cfg, n)}'s lifecycle manager waits for the answer from "
+                 f"{node_name(cfg, node.lifecycle_to)}"
+                 for n, node in enumerate(s.nodes)
+                 if node.alive and node.lifecycle_to != NO_NODE)
+
+
 PIECES = (
     Piece("client-awaits-answer", client_awaits_answer),
     Piece("channel-item-pending", channel_item_pending),
@@ -172,6 +184,7 @@ PIECES = (
     Piece("records-uncommitted", records_uncommitted),
     Piece("replay-behind", replay_behind),
     Piece("session-expiry-unhandled", session_expiry_unhandled),
+    Piece("broker-communication-pending", broker_communication_pending),
 )
 
 

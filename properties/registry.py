@@ -19,9 +19,11 @@ from model.actions import advertised_version, epoch_holder
 from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK,
                           Design, ModelConfig)
 from model.next import quiescent
-from model.state import (ENVELOPE_REQUEST, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
-                         REGISTER_CONTROLLER, REGISTRATION_REQUEST, REGISTRATION_RESPONSE,
-                         REPLY_REGISTRATION, State)
+from model.state import (BROKER_HEARTBEAT_RESPONSE, BROKER_REGISTRATION_CHANGE,
+                         BROKER_REGISTRATION_RESPONSE,
+                         ENVELOPE_REQUEST, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
+                         REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, REPLY_REGISTRATION, State)
 from model.step import Step
 
 ALWAYS, QUIESCENT = "always", "quiescent"
@@ -577,6 +579,67 @@ def every_request_answered(s: State, cfg: ModelConfig, d: Design) -> bool:
     return all(len(cl.responses) == 1 for cl in s.clients if cl.sent)
 
 
+# ------------------------------------------------------------------------------------------
+# P10 broker-epochs
+
+
+def broker_epoch_changes_with_incarnation(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A broker's epoch changes exactly when its incarnation does: two RegisterBrokerRecords
+    for one broker id in a row, committed or appended, carry the same broker epoch if and only
+    if they carry the same incarnation.
+
+    KAFKA-16952: "the broker epoch ... is meant to only be bumped on broker restart" (a
+    re-registration of the same incarnation keeps it); BR-3 (a new incarnation's epoch is
+    the next write offset, so it differs from every earlier one); BR-5."""
+    last = {}
+    for rec in _appended_records(s.quorum):
+        if rec.kind != REGISTER_BROKER:
+            continue
+        prev = last.get(rec.broker_id)
+        if prev is not None and ((prev.incarnation_id == rec.incarnation_id)
+                                 != (prev.broker_epoch == rec.broker_epoch)):
+            return False
+        last[rec.broker_id] = rec
+    return True
+
+
+def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A live broker is never told STALE_BROKER_EPOCH by a controller whose registration for it
+    carries the very broker epoch the broker holds: while the registration it was given
+    stands, its heartbeats are current.
+
+    BH-4: a heartbeat is stale only if its epoch is not the registration's ("Expected broker
+    epoch X, but got broker epoch Y"); BL-11 (the broker never re-registers after
+    STALE_BROKER_EPOCH, so a wrong answer leaves a live broker unable to heartbeat until its
+    session runs out and it is fenced)."""
+    if not cfg.broker_registration:
+        return True
+    for m in s.network:
+        if m.kind != BROKER_HEARTBEAT_RESPONSE or m.error != kafka.STALE_BROKER_EPOCH:
+            continue
+        node = s.nodes[m.dst]
+        if (node.alive and node.incarnation == m.incarnation_id and node.broker_epoch != -1
+                and m.registered_epoch == node.broker_epoch):
+            return False
+    return True
+
+
+def broker_changes_name_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every BrokerRegistrationChangeRecord, committed or appended, names the broker epoch of
+    the registration it changes: a fence or an unfence never misses its registration.
+
+    BR-12: replaying a change whose epoch is not the registration's is a fatal error
+    ("replayRegistrationChange": the registration "must exist and its epoch must equal the
+    record's epoch"); BH-10 (the active controller writes the current registration's epoch)."""
+    cur = {}
+    for rec in _appended_records(s.quorum):
+        if rec.kind == REGISTER_BROKER:
+            cur[rec.broker_id] = rec.broker_epoch
+        elif rec.kind == BROKER_REGISTRATION_CHANGE and cur.get(rec.broker_id) != rec.broker_epoch:
+            return False
+    return True
+
+
 PROPERTIES = (
     Property("P1", "single-writer",
              "every durable write was made by the controller of the current epoch at the time "
@@ -662,6 +725,16 @@ PROPERTIES = (
                      registrations_from_cluster_action),
               Clause("controller-describe-requires-alter", ALWAYS,
                      controller_describe_requires_alter))),
+    Property("P10", "broker-epochs",
+             "a broker's epoch changes exactly when its incarnation does; a live broker holding "
+             "its current registration is never told its epoch is stale; fences and unfences "
+             "name the registration's epoch",
+             "KAFKA-16952; BR-3, BR-5, BR-12, BH-4, BL-11",
+             (Clause("broker-epoch-changes-with-incarnation", ALWAYS,
+                     broker_epoch_changes_with_incarnation),
+              Clause("current-broker-never-told-stale", ALWAYS, current_broker_never_told_stale),
+              Clause("broker-changes-name-current-epoch", ALWAYS,
+                     broker_changes_name_current_epoch))),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -718,6 +791,9 @@ RELEVANT_FIELDS = {
     "forwarded-request-answered-by-deadline": ("clock", "client-responses",
                                                "controller-channels"),
     "every-request-answered": ("client-responses", "controller-channels", "network"),
+    "broker-epoch-changes-with-incarnation": ("broker-registrations", "metadata-log"),
+    "current-broker-never-told-stale": ("broker-registrations", "broker-lifecycles", "network"),
+    "broker-changes-name-current-epoch": ("broker-registrations", "metadata-log"),
 }
 
 
@@ -857,6 +933,28 @@ WITNESSES = {w.id: w for w in (
             "a client asking a broker for controllers gets MISMATCHED_ENDPOINT_TYPE",
             lambda p, st, s, cfg: any(r.code == kafka.MISMATCHED_ENDPOINT_TYPE
                                       for _, r in _responses(s, cfg))),
+    Witness("broker-unfenced", "a fenced broker's caught-up heartbeat unfences it",
+            lambda p, st, s, cfg: st.action == "controller_commits_records" and any(
+                rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced != FENCED
+                for rec in s.quorum.log[len(p.quorum.log):])),
+    Witness("broker-reregistered-same-incarnation",
+            "a running broker re-registers its registered incarnation (BL-8)",
+            lambda p, st, s, cfg: st.action == "controller_commits_records" and any(
+                rec.kind == REGISTER_BROKER and any(
+                    old.kind == REGISTER_BROKER and old.broker_id == rec.broker_id
+                    and old.incarnation_id == rec.incarnation_id for old in p.quorum.log)
+                for rec in s.quorum.log[len(p.quorum.log):])),
+    Witness("broker-fenced-by-session-timeout",
+            "the active controller fences a broker whose session expired",
+            lambda p, st, s, cfg: st.action == "controller_fences_stale_broker"),
+    Witness("restarted-broker-registered", "a restarted broker registers its new incarnation",
+            lambda p, st, s, cfg: any(s.nodes[b].lifecycle_registered
+                                      and s.nodes[b].incarnation > 0 for b in cfg.brokers())),
+    Witness("duplicate-broker-registration-refused",
+            "a new incarnation's registration is refused while the old one's session lives",
+            lambda p, st, s, cfg: any(m.kind == BROKER_REGISTRATION_RESPONSE
+                                      and m.error == kafka.DUPLICATE_BROKER_REGISTRATION
+                                      for m in s.network)),
     Witness("describe-denied",
             "DescribeCluster to a controller without ALTER on the cluster is refused",
             lambda p, st, s, cfg: any(spec.api == kafka.DESCRIBE_CLUSTER

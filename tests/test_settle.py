@@ -240,7 +240,8 @@ def test_deadlock_on_a_monkeypatched_model():
 
 def test_outstanding_pieces_quote_their_rule():
     for piece in PIECES:
-        assert any(k in piece.doc for k in ("KIP-590", "KIP-919", "F-", "R-", "Z-")), piece.name
+        assert any(k in piece.doc for k in ("KIP-590", "KIP-919", "F-", "R-", "Z-", "BL-")), \
+            piece.name
 
 
 def test_pending_stuck_is_caught_by_p3_and_by_deadlock_with_a_replaying_trace(tmp_path, capsys):

@@ -262,7 +262,7 @@ def _controller_accepts_mutation(S: Sym, cfg: ModelConfig, d: Design, r: int, re
     leader = Eq(S["q.leader"], r)
     refused = _reply_not_controller(S, cfg, d, r, reply)
     record = {"kind": MUTATION_RECORD, "a": req, "b": 0, "epoch": S["q.epoch"], "writer": r,
-              "via_envelope": via_envelope, "sender_cluster_action": sender_ca}
+              "via_envelope": via_envelope, "sender_cluster_action": sender_ca, "c": 0, "d": 0}
     if d.ack_before_commit:
         A = _send_reply(S, cfg, r, reply, kafka.NONE, kafka.NONE)
         pending = dict(record, has_reply=False, reply_how=0, reply_to=0, reply_key=0,
@@ -631,7 +631,8 @@ def controller_commits_records(S: Sym, cfg: ModelConfig, d: Design):
         en = And(S.node(r, "alive"), S["q.uncommitted.len"] > 0)
         # every uncommitted record appended in order (flat: record i lands at len + i)
         S2 = S.seq_extend("q.log", "q.uncommitted", {f: f for f in (
-            "kind", "a", "b", "epoch", "writer", "via_envelope", "sender_cluster_action")})
+            "kind", "a", "b", "epoch", "writer", "via_envelope", "sender_cluster_action", "c",
+            "d")})
         S2 = S2.seq_clear("q.uncommitted")
         # the active controller applied these records when it generated them; its
         # publishers (its registration manager, R-8) see them as committed now
@@ -704,7 +705,7 @@ def controller_handles_registration(S: Sym, cfg: ModelConfig, d: Design, j: int)
         pending = {"kind": REGISTER_CONTROLLER, "a": m["src"], "b": incarnation,
                    "epoch": S["q.epoch"],
                    "writer": r, "via_envelope": False, "sender_cluster_action": True,
-                   "has_reply": True, **{f"reply_{f}": x for f, x in reply.items()}}
+                   "c": 0, "d": 0, "has_reply": True, **{f"reply_{f}": x for f, x in reply.items()}}
         appended = S1.seq_append("q.uncommitted", pending)
         out = ite(_metadata_version(S) < kafka.MV_3_7_IV0, old_mv, appended)
         out = ite(Not(Eq(S["q.leader"], r)), not_leader, out)

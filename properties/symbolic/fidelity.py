@@ -189,7 +189,9 @@ def static_gaps(design: Design | None = None) -> list:
     out = []
     for what, mfn, zfn in _pairs():
         if zfn is None:
-            out.append(Gap(what, "(no encoding at all)", "model", "-"))
+            # an action with no encoding at all: a configuration that can take it is refused
+            # as a whole (``properties.symbolic.next.unencoded_actions``, checked first by
+            # ``check_encoding``), and one that cannot never runs it, whatever its flags
             continue
         m, z = flag_reads(mfn), flag_reads(zfn)
         for reads, other, side in ((m, z, "model"), (z, m, "encoding")):
@@ -346,6 +348,11 @@ def check_encoding(cfg: ModelConfig, design: Design, variant: str = "correct", *
     """Can the Z3 engine answer for (cfg, design)?  Static checks first (instant), then the
     cross-check on the sample (seconds), whose pass is cached."""
     t0 = time.perf_counter()
+    from properties.symbolic.next import unencoded_actions, unencoded_reason
+    missing = unencoded_actions(cfg)
+    if missing:
+        return Verdict(False, False, time.perf_counter() - t0,
+                       reason=unencoded_reason(cfg, missing), kind=NOT_ENCODED)
     gaps = static_gaps(design)
     if gaps:
         return Verdict(False, False, time.perf_counter() - t0, reason=refusal_line(gaps),

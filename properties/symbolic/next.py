@@ -53,9 +53,10 @@ class Encoding:
             for a in args:
                 inst.append(Instance(len(inst), name, kind, a, name in model_next.FAULT_ACTIONS))
         self.instances = tuple(inst)
-        missing = set(model_next.ACTION_NAMES) - set(ENCODINGS)
+        missing = unencoded_actions(cfg)
         if missing:
-            raise RuntimeError(f"actions without an encoding: {sorted(missing)}")
+            from properties.symbolic.fidelity import EncodingRefused
+            raise EncodingRefused(unencoded_reason(cfg, missing))
 
     def apply(self, S: Sym, inst: Instance):
         """(enabled, successor) of one instance: the guard includes ``fits``."""
@@ -137,3 +138,15 @@ class Encoding:
                 val = z3.If(act == idx, x, val)
             parts.append(S2[k] == val)
         return z3.And(*parts)
+
+
+def unencoded_actions(cfg: ModelConfig) -> tuple:
+    """The actions ``cfg`` can take (``model.next._plan``) that the encoding has no statement
+    of, in the Next order: the engine refuses such a configuration rather than answer for a
+    transition relation without them."""
+    return tuple(name for name, *_ in model_next._plan(cfg) if name not in ENCODINGS)
+
+
+def unencoded_reason(cfg: ModelConfig, missing: tuple) -> str:
+    return (f"{cfg.name} takes {', '.join(missing)}, which the Z3 encoding "
+            f"(properties/symbolic/actions.py) does not state")

@@ -53,7 +53,7 @@ WRITE_FIELDS = (("req", "i"), ("writer", "i"), ("writer_epoch", "i"), ("zk_epoch
                 ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"),
                 ("zk_holder", "i"))
 RECORD_FIELDS = (("kind", "i"), ("a", "i"), ("b", "i"), ("epoch", "i"), ("writer", "i"),
-                 ("via_envelope", "b"), ("sender_cluster_action", "b"))
+                 ("via_envelope", "b"), ("sender_cluster_action", "b"), ("c", "i"), ("d", "i"))
 PENDING_FIELDS = RECORD_FIELDS + (("has_reply", "b"),) + tuple(
     (f"reply_{f}", s) for f, s in REPLY_FIELDS)
 RESPONSE_FIELDS = (("code", "i"), ("envelope_error", "i"), ("retried", "b"))
@@ -63,9 +63,14 @@ NODE_SCALARS = (("alive", "b"), ("incarnation", "i"), ("session_expired", "b"),
                 ("zk_active", "b"), ("zk_epoch", "i"), ("zk_epoch_version", "i"),
                 ("known_controller", "i"), ("ctrl_versions", "i"), ("replayed", "i"),
                 ("send_requested", "b"), ("pending_rpc", "b"), ("registered_in_log", "b"),
-                ("retry_at", "i"))
+                ("retry_at", "i"), ("broker_epoch", "i"), ("lifecycle_registered", "b"),
+                ("lifecycle_to", "i"), ("heartbeat_at", "i"), ("hb_contact", "i"))
 _ZK_ONLY_NODE = {"session_expired", "zk_active", "zk_epoch", "zk_epoch_version"}
 _KRAFT_ONLY_NODE = {"replayed", "send_requested", "pending_rpc", "registered_in_log", "retry_at"}
+# KRaft broker registration is not encoded yet: these fields are constants in every layout,
+# and a configuration that runs broker registration is refused (fidelity.unencoded_actions)
+_BROKER_LIFECYCLE_NODE = {"broker_epoch": -1, "lifecycle_registered": False,
+                          "lifecycle_to": NO_NODE, "heartbeat_at": NO_TIME, "hb_contact": NO_TIME}
 CLIENT_SCALARS = (("sent", "b"), ("forwarded", "b"), ("sent_at", "i"), ("version", "i"))
 BUDGETS = ("elections_left", "expiries_left", "crashes_left", "restarts_left", "drops_left")
 
@@ -131,7 +136,9 @@ class Layout:
         for i in range(self.n):
             p = f"n{i}."
             for f, s in NODE_SCALARS:
-                if (kraft and f in _ZK_ONLY_NODE) or (not kraft and f in _KRAFT_ONLY_NODE):
+                if f in _BROKER_LIFECYCLE_NODE:
+                    const(p + f, s, _BROKER_LIFECYCLE_NODE[f])
+                elif (kraft and f in _ZK_ONLY_NODE) or (not kraft and f in _KRAFT_ONLY_NODE):
                     default = {"zk_epoch": -1, "zk_epoch_version": -1, "retry_at": NO_TIME}
                     const(p + f, s, default.get(f))
                 else:
