@@ -146,15 +146,22 @@ def wants_tick(s: State) -> bool:
 
 
 def time_pending(s: State, cfg: ModelConfig, d: Design) -> bool:
-    """Something waits for a point in time: an item with a deadline, a backoff timer, or the
-    active controller's fence timer for an unfenced broker's session (BH-9)."""
-    if cfg.broker_registration and any(node.hb_contact != NO_TIME for node in s.nodes):
+    """Something waits for a point in time: an item with a deadline, a backoff timer, the
+    active controller's fence timer for an unfenced broker's session (BH-9), or a fenced
+    broker's next heartbeat, which would unfence it (BH-7)."""
+    if cfg.broker_registration:
         view = _leader_view(s.quorum)
         for b, node in enumerate(s.nodes):
-            if node.hb_contact != NO_TIME:
-                reg = broker_registration(view, b)
-                if reg is not None and not reg.fenced:
-                    return True
+            if node.hb_contact == NO_TIME and not node.lifecycle_registered:
+                continue
+            reg = broker_registration(view, b)
+            if reg is None:
+                continue
+            if node.hb_contact != NO_TIME and not reg.fenced:
+                return True
+            if (reg.fenced and node.alive and node.lifecycle_registered
+                    and node.heartbeat_at >= s.now):
+                return True
     for node in s.nodes:
         if not node.alive:
             continue

@@ -624,18 +624,38 @@ def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bo
     return True
 
 
-def broker_changes_name_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
-    """Every BrokerRegistrationChangeRecord, committed or appended, names the broker epoch of
-    the registration it changes: a fence or an unfence never misses its registration.
+def _committed_registration(log, b: int):
+    # a restatement of model.actions.broker_registration on purpose (see
+    # _latest_registration): (record, fenced) of broker b's registration in ``log``, or None
+    reg, fenced = None, False
+    for rec in log:
+        if rec.kind == REGISTER_BROKER and rec.broker_id == b:
+            reg, fenced = rec, rec.fenced == FENCED
+        elif (rec.kind == BROKER_REGISTRATION_CHANGE and reg is not None and rec.broker_id == b
+              and rec.broker_epoch == reg.broker_epoch and rec.fenced != 0):
+            fenced = rec.fenced == FENCED
+    return None if reg is None else (reg, fenced)
 
-    BR-12: replaying a change whose epoch is not the registration's is a fatal error
-    ("replayRegistrationChange": the registration "must exist and its epoch must equal the
-    record's epoch"); BH-10 (the active controller writes the current registration's epoch)."""
-    cur = {}
-    for rec in _appended_records(s.quorum):
-        if rec.kind == REGISTER_BROKER:
-            cur[rec.broker_id] = rec.broker_epoch
-        elif rec.kind == BROKER_REGISTRATION_CHANGE and cur.get(rec.broker_id) != rec.broker_epoch:
+
+def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once quiescent with a live active controller, every live broker that holds the committed
+    registration of its broker id (its incarnation, the broker epoch it was given) is unfenced
+    in the log: a broker that keeps heartbeating is not left fenced.
+
+    BH-7: a fenced broker whose heartbeat shows it has replayed its own RegisterBrokerRecord
+    (and does not want to be fenced) becomes UNFENCED; BH-9: only a session that runs out
+    fences it; BL-10/BL-11: a registered broker keeps heartbeating."""
+    if not cfg.broker_registration:
+        return True
+    q = s.quorum
+    if q.leader == NO_NODE or not s.nodes[q.leader].alive:
+        return True
+    for b in cfg.brokers():
+        node = s.nodes[b]
+        cur = _committed_registration(q.log, b)
+        if (node.alive and node.lifecycle_registered and cur is not None
+                and cur[0].incarnation_id == node.incarnation
+                and cur[0].broker_epoch == node.broker_epoch and cur[1]):
             return False
     return True
 
@@ -727,14 +747,14 @@ PROPERTIES = (
                      controller_describe_requires_alter))),
     Property("P10", "broker-epochs",
              "a broker's epoch changes exactly when its incarnation does; a live broker holding "
-             "its current registration is never told its epoch is stale; fences and unfences "
-             "name the registration's epoch",
-             "KAFKA-16952; BR-3, BR-5, BR-12, BH-4, BL-11",
+             "its current registration is never told its epoch is stale and, once the cluster "
+             "has settled, is not left fenced",
+             "KAFKA-16952; BR-3, BR-5, BH-4, BH-7, BH-9, BL-11",
              (Clause("broker-epoch-changes-with-incarnation", ALWAYS,
                      broker_epoch_changes_with_incarnation),
               Clause("current-broker-never-told-stale", ALWAYS, current_broker_never_told_stale),
-              Clause("broker-changes-name-current-epoch", ALWAYS,
-                     broker_changes_name_current_epoch))),
+              Clause("registered-broker-unfenced-when-settled", QUIESCENT,
+                     registered_broker_unfenced_when_settled))),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -793,7 +813,8 @@ RELEVANT_FIELDS = {
     "every-request-answered": ("client-responses", "controller-channels", "network"),
     "broker-epoch-changes-with-incarnation": ("broker-registrations", "metadata-log"),
     "current-broker-never-told-stale": ("broker-registrations", "broker-lifecycles", "network"),
-    "broker-changes-name-current-epoch": ("broker-registrations", "metadata-log"),
+    "registered-broker-unfenced-when-settled": ("broker-registrations", "broker-lifecycles",
+                                                "metadata-log"),
 }
 
 

@@ -26,6 +26,7 @@ ONLY_CATCHER = {
     "registration-names-incarnation-it-ran": "registration-bumps-same-incarnation",
     "controller-describe-lists-registered-controllers": "describe-controllers-from-voters",
     "controller-describe-requires-alter": "controller-describe-without-alter",
+    "broker-epoch-changes-with-incarnation": "broker-reregistration-bumps-epoch",
 }
 
 
