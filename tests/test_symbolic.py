@@ -74,6 +74,12 @@ def test_a_configuration_with_unencoded_actions_is_refused(config, capsys):
             engine()
     code, out, err = run(["prove", "--config", config, "--property", "P1"], capsys)
     assert code != 0 and missing[0] in err and "PROVED" not in out
+    # kipcheck check asks no proof of it and reports it "not encoded", which does not fail
+    from kipcheck.checkjob import _encoding, plan
+    jobs = plan([config], [], ["prove"], symmetry=False, seed=0)
+    assert not [j for j in jobs if j[0] == "prove"] and ("encoding", config, None) in jobs
+    enc = _encoding(config, None)
+    assert not enc["ok"] and enc["kind"] == fidelity.NOT_ENCODED and not enc["blocking"]
 
 
 @pytest.mark.parametrize("config", TINY)
