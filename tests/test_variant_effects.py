@@ -12,8 +12,10 @@ from model import next as model_next
 from model.actions import advertised_version
 from model.config import VARIANTS, Design
 from model.configs import CONFIGS
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD,
-                         NO_NODE, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
+                         BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
+                         ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE,
+                         REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, EnvelopeRequest,
                          EnvelopeResponse, Event, ForwardItem, MutationRecord, RegistrationItem,
                          Reply, Response, Write)
@@ -475,6 +477,51 @@ def effect_metadata_all_listeners():
         {(0, client), (0, internal), (1, internal)})),)
 
 
+# ------------------------------------------------------------------------------------------
+# kraft-broker-registration
+
+
+def _reregistered(variant):
+    """B2 (registered before the upgrade, broker epoch 1 at offset 1) re-registers its running
+    incarnation; C1 handles the request."""
+    return both("kraft-broker-registration", variant, [S("broker_sends_registration", 1)],
+                deliver("controller_handles_broker_registration", BROKER_REGISTRATION_REQUEST,
+                        1, 0))
+
+
+def effect_broker_reregistration_bumps_epoch():
+    """Shipped (3.9, KAFKA-16952): the re-registration of the registered incarnation keeps
+    broker epoch 1 and the unfenced state; the variant (3.7, 3.8) gives it the next write
+    offset, 2, still unfenced."""
+    pre, good, bad = _reregistered("broker-reregistration-bumps-epoch")
+    (rec_good, _), = good.quorum.uncommitted
+    (rec_bad, _), = bad.quorum.uncommitted
+    assert (rec_good.kind, rec_good.incarnation_id, rec_good.broker_epoch, rec_good.fenced) == \
+        (REGISTER_BROKER, 0, 1, 0)
+    assert (rec_bad.kind, rec_bad.incarnation_id, rec_bad.broker_epoch, rec_bad.fenced) == \
+        (REGISTER_BROKER, 0, 2, 0)
+
+
+def effect_heartbeat_checks_record_offset():
+    """After the re-registration (epoch kept at 1, record at offset 2) is committed and
+    answered, B2 heartbeats with broker epoch 1: shipped, C1 accepts it (no error, not
+    fenced); the variant compares with the record's offset, 2, and answers
+    STALE_BROKER_EPOCH."""
+    prefix = [S("broker_sends_registration", 1),
+              deliver("controller_handles_broker_registration", BROKER_REGISTRATION_REQUEST, 1, 0),
+              S("controller_commits_records"),
+              deliver("broker_handles_lifecycle_response", BROKER_REGISTRATION_RESPONSE, 0, 1),
+              S("broker_sends_heartbeat", 1)]
+    pre, good, bad = both("kraft-broker-registration", "heartbeat-checks-record-offset", prefix,
+                          deliver("controller_handles_broker_heartbeat", BROKER_HEARTBEAT_REQUEST,
+                                  1, 0))
+    (g,), (b,) = new_msgs(pre, good), new_msgs(pre, bad)
+    assert (g.kind, g.error, g.is_fenced) == (BROKER_HEARTBEAT_RESPONSE, kafka.NONE, 0)
+    assert (b.kind, b.error, b.registered_epoch) == (BROKER_HEARTBEAT_RESPONSE,
+                                                     kafka.STALE_BROKER_EPOCH, 1)
+    assert pre.nodes[1].broker_epoch == 1
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -498,6 +545,8 @@ EFFECTS = {
     "controller-describe-without-alter": effect_controller_describe_without_alter,
     "not-controller-unanswered": effect_not_controller_unanswered,
     "registration-bumps-same-incarnation": effect_registration_bumps_same_incarnation,
+    "broker-reregistration-bumps-epoch": effect_broker_reregistration_bumps_epoch,
+    "heartbeat-checks-record-offset": effect_heartbeat_checks_record_offset,
 }
 
 
