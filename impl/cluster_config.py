@@ -56,6 +56,13 @@ class ClusterConfig:
     initial_controller: int | None = 0
     initially_registered: tuple = ()
     registration: bool = False
+    # KRaft brokers run a BrokerLifecycleManager and the active controller a
+    # ClusterControlManager (BR-*, BH-*, BL-*); broker.session.timeout.ms and
+    # broker.heartbeat.interval.ms come from each node's properties (BH-1)
+    broker_registration: bool = False
+    # brokers registered (unfenced, broker epoch = the record's offset) in the initial log, whose
+    # running process has been asked to register again (BL-8)
+    initially_registered_brokers: tuple = ()
     zk_forwarding: bool = True
     forward_retry_timeout_ms: int = KRAFT_FORWARD_RETRY_TIMEOUT_MS
     registration_retry_timeout_ms: int = REGISTRATION_RETRY_TIMEOUT_MS

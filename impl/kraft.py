@@ -10,7 +10,10 @@ What the model abstracts in one record (``model.state.Quorum``) is here with Kaf
 - ``QuorumController``: one controller process.  As the active controller it turns a mutation
   (CreateTopics, IncrementalAlterConfigs, CreateAcls) or a ``ControllerRegistrationRequest``
   into metadata records and answers only once they are committed (R-17); an inactive one answers
-  NOT_CONTROLLER (R-13).
+  NOT_CONTROLLER (R-13).  The broker registrations and heartbeats of
+  ``impl.broker_registration`` write through the same quorum: their RegisterBrokerRecords and
+  BrokerRegistrationChangeRecords replay into the image (BR-10, BR-12), and their waiting
+  requests are answered on commit or failed on a leader change like the others (BR-2, BH-5).
 
 Records are ``MetadataRecord``: the record type's name as in Kafka's metadata schemas
 (``FeatureLevelRecord``, ``RegisterControllerRecord``, ``TopicRecord``, ``ConfigRecord``,
@@ -34,7 +37,8 @@ from collections.abc import Iterable, Mapping
 
 from impl.context import RequestContext
 from impl.protocol import ProtocolError, encode
-from impl.protocol.api_keys import (CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
+from impl.protocol.api_keys import (BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                    CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
                                     INCREMENTAL_ALTER_CONFIGS)
 from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, ERROR_MESSAGES, NONE,
                                   NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION)
@@ -236,6 +240,8 @@ class MetadataImage:
     topics: dict = field(default_factory=dict)            # name -> topic id
     configs: dict = field(default_factory=dict)           # (type, name) -> {config: value}
     acls: dict = field(default_factory=dict)              # acl id -> record data
+    # broker id -> its RegisterBrokerRecord data, Fenced as the change records left it
+    brokers: dict = field(default_factory=dict)
 
     @property
     def metadata_version(self) -> int:
@@ -276,8 +282,30 @@ def apply_record(image: MetadataImage, record: MetadataRecord) -> None:
             configs[data["Name"]] = data["Value"]
     elif record.name == "AccessControlEntryRecord":
         image.acls[data["Id"]] = data
+    elif record.name == "RegisterBrokerRecord":
+        # BR-10: a registration replaces the broker id's, whatever its epoch or incarnation.
+        image.brokers[data["BrokerId"]] = dict(data)
+    elif record.name == "BrokerRegistrationChangeRecord":
+        _apply_registration_change(image, data)
     else:
         raise ValueError(f"unknown metadata record type {record.name}")
+
+
+def _apply_registration_change(image: MetadataImage, data: Mapping[str, Any]) -> None:
+    """BR-12 (``ClusterControlManager.replayRegistrationChange``): the change names the
+    registration by its broker epoch and only moves its fenced state (-1 unfenced, 0 no change,
+    1 fenced); a change for another epoch, or an unknown value, is a fatal replay error in
+    Kafka (a RuntimeException / IllegalStateException), raised here as ValueError."""
+    current = image.brokers.get(data["BrokerId"])
+    if current is None or current["BrokerEpoch"] != data["BrokerEpoch"]:
+        raise ValueError(f"Unable to replay {dict(data)}: no broker registration with that "
+                         f"epoch found")
+    fenced = data.get("Fenced", 0)
+    if fenced not in (-1, 0, 1):
+        raise ValueError(f"Unable to replay BrokerRegistrationChangeRecord: unknown value for "
+                         f"fenced field: {fenced}")
+    if fenced:
+        image.brokers[data["BrokerId"]] = dict(current, Fenced=fenced == 1)
 
 
 @dataclass
@@ -518,10 +546,8 @@ class QuorumController:
             for write in done:
                 if write.entries:
                     deltas.append(q.catch_up(self.node_id, write.entries[-1].offset + 1))
-        replies = tuple(
-            ControllerReply(w.waiter, self.node_id, w.api_key, NONE,
-                            mutation_response(w.api_key, w.request, NONE, extra=w.extra))
-            for w in done if w.waiter is not None)
+        replies = tuple(_write_reply(w, self.node_id, NONE) for w in done
+                        if w.waiter is not None)
         return CommitResult(replies, tuple(deltas))
 
     def controller_becomes_leader(self, old_leader_alive: bool = True
@@ -541,7 +567,22 @@ class QuorumController:
         for w in lost:
             if w.waiter is None:
                 continue
-            replies.append(ControllerReply(w.waiter, old, w.api_key, NOT_CONTROLLER,
-                                           mutation_response(w.api_key, w.request,
-                                                             NOT_CONTROLLER, message)))
+            replies.append(_write_reply(w, old, NOT_CONTROLLER, message))
         return replies
+
+
+def _write_reply(write: PendingWrite, source: int, error_code: int,
+                 message: str | None = None) -> ControllerReply:
+    """The answer to the request that waited for ``write``: its success response once the
+    write is committed (R-17, BR-2, BH-5), or ``error_code`` (NOT_CONTROLLER when a new leader
+    truncated it away, R-13).  A broker registration or heartbeat carries only its ErrorCode
+    on an error (BR-1, BH-2) and its success body was decided when the records were generated
+    (``impl.broker_registration.broker_reply``); the other writes are mutations and controller
+    registrations (``mutation_response``)."""
+    if write.api_key in (BROKER_REGISTRATION, BROKER_HEARTBEAT):
+        from impl.broker_registration import broker_reply     # it builds on this module
+        return broker_reply(write, source, error_code)
+    extra = write.extra if error_code == NONE else None
+    return ControllerReply(write.waiter, source, write.api_key, error_code,
+                           mutation_response(write.api_key, write.request, error_code, message,
+                                             extra=extra))

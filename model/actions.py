@@ -1032,15 +1032,19 @@ def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> 
         for _, reply in q.uncommitted:
             if reply:
                 s = _reply_not_controller(s, cfg, d, old, reply)
-    if cfg.broker_registration:
-        # BR-13: the new leader's heartbeat manager starts a session, contacted now, for
-        # every broker registered in its log
-        registered = {rec.broker_id for rec in q.log if rec.kind == REGISTER_BROKER}
-        s = replace(s, nodes=tuple(
-            replace(node, hb_contact=s.now if b in registered else NO_TIME)
-            if node.hb_contact != (s.now if b in registered else NO_TIME) else node
-            for b, node in enumerate(s.nodes)))
-    return s
+    return _activate_heartbeat_manager(s, cfg)
+
+
+def _activate_heartbeat_manager(s: State, cfg: ModelConfig) -> State:
+    """BR-13: a controller that becomes active starts a fresh heartbeat manager, with a
+    session contacted now for every broker registered in its (committed) log."""
+    if not cfg.broker_registration:
+        return s
+    registered = {rec.broker_id for rec in s.quorum.log if rec.kind == REGISTER_BROKER}
+    return replace(s, nodes=tuple(
+        replace(node, hb_contact=s.now if b in registered else NO_TIME)
+        if node.hb_contact != (s.now if b in registered else NO_TIME) else node
+        for b, node in enumerate(s.nodes)))
 
 
 def clock_ticks(s: State, cfg: ModelConfig, d: Design) -> State | None:
@@ -1130,4 +1134,9 @@ def node_restarts(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None
     fresh = Node(alive=True, incarnation=node.incarnation + 1, replayed=node.replayed,
                  send_requested=cfg.registration and cfg.nodes[n].role == CONTROLLER,
                  hb_contact=node.hb_contact)
-    return replace(_set_node(s, n, fresh), restarts_left=s.restarts_left - 1)
+    s = replace(_set_node(s, n, fresh), restarts_left=s.restarts_left - 1)
+    if cfg.mode == KRAFT and s.quorum.leader == n:
+        # the leader comes back as the active controller (the model holds no election for
+        # it): its heartbeat manager died with the old process and starts afresh
+        s = _activate_heartbeat_manager(s, cfg)
+    return s

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from model.config import ModelConfig
-from model.state import ENVELOPE_REQUEST, MUTATION_RECORD, REGISTER_CONTROLLER, State
+from model.state import (ENVELOPE_REQUEST, MUTATION_RECORD, REGISTER_BROKER, REGISTER_CONTROLLER,
+                         State)
 from model.step import Step
 
 
@@ -17,6 +18,12 @@ class Observation(NamedTuple):
     writes: tuple
     registrations: tuple    # KRaft: (controller, incarnation) in log order
     registered: tuple       # KRaft: per controller node, its registered_in_log flag
+    # KRaft: (broker, incarnation, broker epoch) per committed RegisterBrokerRecord, in log
+    # order (BR-5)
+    broker_registrations: tuple = ()
+    # KRaft: per broker node, its BrokerLifecycleManager's (registered, broker epoch) (BL-5,
+    # BL-8); a node that is down holds (False, -1)
+    broker_lifecycles: tuple = ()
 
 
 def observe(s: State, cfg: ModelConfig) -> Observation:
@@ -27,14 +34,18 @@ def observe(s: State, cfg: ModelConfig) -> Observation:
         for cl in s.clients)
     if cfg.mode == "zk":
         writes = tuple((w.req, w.writer, w.writer_epoch) for w in s.zk.writes)
-        regs = ()
+        regs = broker_regs = lifecycles = ()
     else:
         writes = tuple((r.client, r.writer, r.epoch) for r in s.quorum.log
                        if r.kind == MUTATION_RECORD)
         regs = tuple((r.controller_id, r.incarnation_id) for r in s.quorum.log
                      if r.kind == REGISTER_CONTROLLER)
+        broker_regs = tuple((r.broker_id, r.incarnation_id, r.broker_epoch) for r in s.quorum.log
+                            if r.kind == REGISTER_BROKER)
+        lifecycles = tuple((s.nodes[b].lifecycle_registered, s.nodes[b].broker_epoch)
+                           for b in cfg.brokers())
     registered = tuple(s.nodes[c].registered_in_log for c in cfg.controllers())
-    return Observation(responses, endpoints, writes, regs, registered)
+    return Observation(responses, endpoints, writes, regs, registered, broker_regs, lifecycles)
 
 
 def observe_step(prev: State, st: Step, nxt: State, cfg: ModelConfig) -> tuple:

@@ -10,8 +10,10 @@ One adapter, this module, stands between them: ``impl`` never sees the model.  I
   from the real bytes: API key, client id, versions, error codes, incarnation_id);
 - projects the implementation onto the model's observations (``model.observe``): the final
   responses clients received, DescribeCluster endpoints, durable writes (ZooKeeper znodes or
-  committed metadata records) with writer and epoch, RegisterControllerRecords, and each
-  controller's registered flag; and the network: the multiset of in-flight messages.
+  committed metadata records) with writer and epoch, RegisterControllerRecords, each
+  controller's registered flag, RegisterBrokerRecords (BR-5) and each broker's lifecycle state
+  (registered, broker epoch: BL-5, BL-8); and the network: the multiset of in-flight messages
+  (a BrokerHeartbeatResponse without the model's ghost ``registered_epoch``).
 
 After every step the two must agree.  A ``Divergence`` names the first step where they do not,
 with both sides' views.
@@ -34,16 +36,20 @@ from model.config import (BROKER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE
                           INTER_BROKER_LISTENER, KRAFT, Design, ModelConfig)
 from model.configs import CONFIGS
 from model.observe import Observation, observe
-from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, ControllerRegistrationRequest,
-                         ControllerRegistrationResponse, EnvelopeRequest, EnvelopeResponse, Msg,
-                         message)
+from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
+                         BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
+                         ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
+                         REGISTRATION_RESPONSE, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                         BrokerRegistrationRequest, BrokerRegistrationResponse,
+                         ControllerRegistrationRequest, ControllerRegistrationResponse,
+                         EnvelopeRequest, EnvelopeResponse, Msg, message)
 from model.step import Step
 
 from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FORGED_ENVELOPE as I_FORGED,
                                  KRAFT_FORWARD_RETRY_TIMEOUT_MS, KRAFT_MODE, MUTATION as I_MUTATION,
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
+from impl.lifecycle import BROKER_SESSION_TIMEOUT_MS
 
 # The implementation bugs a test may inject (impl/cluster/ honours them): the ZK
 # controller writes without the CheckOp on /controller_epoch's zkVersion (KAFKA-6082's
@@ -107,16 +113,26 @@ def node_properties(cfg: ModelConfig, i: int) -> tuple:
         inter = cfg.node_listener(i, INTER_BROKER_LISTENER)
         if inter is not None:
             props.append(("inter.broker.listener.name", inter.name))
+    if cfg.broker_registration:
+        # BH-1: the session is the model's session_timeout ticks, and a broker heartbeats at
+        # most once per tick (broker_sends_heartbeat: heartbeat_at < now)
+        tick = tick_ms(cfg)
+        props += [("broker.session.timeout.ms", str(cfg.session_timeout * tick)),
+                  ("broker.heartbeat.interval.ms", str(tick))]
     return tuple(props)
 
 
 def tick_ms(cfg: ModelConfig) -> int:
     """Milliseconds per model tick, chosen so that Kafka's own timeout for the timer the
-    configuration exercises is exactly the model's number of ticks: the registration
-    channel's 5000 ms (R-11) where controllers register, else the forwarding channel's retry
-    timeout (60000 ms on a KRaft broker, request.timeout.ms = 30000 ms on a ZK broker, F-17).
-    The other timer is then configured at the model's ratio (the model orders events against
-    deadlines, not against the real ratio of two timeouts)."""
+    configuration exercises is exactly the model's number of ticks: broker.session.timeout.ms's
+    9000 ms (BH-1, BH-9) where brokers register, else the registration channel's 5000 ms
+    (R-11) where controllers register, else the forwarding channel's retry timeout (60000 ms on
+    a KRaft broker, request.timeout.ms = 30000 ms on a ZK broker, F-17).  The other timers are
+    then configured at the model's ratio (the model orders events against deadlines, not
+    against the real ratio of two timeouts): broker.heartbeat.interval.ms is one tick, as the
+    model's brokers heartbeat at most once per tick (BL-9, BL-10)."""
+    if cfg.broker_registration:
+        return BROKER_SESSION_TIMEOUT_MS // max(1, cfg.session_timeout)
     if cfg.registration:
         return REGISTRATION_RETRY_TIMEOUT_MS // max(1, cfg.registration_timeout)
     base = KRAFT_FORWARD_RETRY_TIMEOUT_MS if cfg.mode == KRAFT else ZK_REQUEST_TIMEOUT_MS
@@ -173,6 +189,8 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
         metadata_version=cfg.metadata_version,
         initial_controller=cfg.initial_controller,
         initially_registered=tuple(cfg.initially_registered), registration=cfg.registration,
+        broker_registration=cfg.broker_registration,
+        initially_registered_brokers=tuple(cfg.initially_registered_brokers),
         zk_forwarding=cfg.zk_forwarding,
         forward_retry_timeout_ms=cfg.forward_timeout * tick,
         registration_retry_timeout_ms=cfg.registration_timeout * tick,
@@ -226,6 +244,28 @@ class Projector:
             return ControllerRegistrationResponse(
                 REGISTRATION_RESPONSE, view.src, view.dst, li, view.dst, view.error,
                 self.incarnation_rank(cluster, view.dst, view.incarnation_id))
+        if view.kind == "BrokerRegistrationRequest":
+            return BrokerRegistrationRequest(
+                BROKER_REGISTRATION_REQUEST, view.src, view.dst, li, view.broker_id,
+                self.incarnation_rank(cluster, view.src, view.incarnation_id), 0,
+                self.principal_index.get(view.sender_principal, -1))
+        if view.kind == "BrokerRegistrationResponse":
+            return BrokerRegistrationResponse(
+                BROKER_REGISTRATION_RESPONSE, view.src, view.dst, li,
+                self.incarnation_rank(cluster, view.dst, view.incarnation_id), view.error,
+                view.broker_epoch)
+        if view.kind == "BrokerHeartbeatRequest":
+            return BrokerHeartbeatRequest(
+                BROKER_HEARTBEAT_REQUEST, view.src, view.dst, li,
+                self.incarnation_rank(cluster, view.src, view.incarnation_id), view.broker_epoch,
+                view.metadata_offset, self.principal_index.get(view.sender_principal, -1))
+        if view.kind == "BrokerHeartbeatResponse":
+            # registered_epoch is a ghost no implementation has: 0 here, and 0 in the
+            # model's messages too when the networks are compared (``comparable``)
+            return BrokerHeartbeatResponse(
+                BROKER_HEARTBEAT_RESPONSE, view.src, view.dst, li,
+                self.incarnation_rank(cluster, view.dst, view.incarnation_id), view.error,
+                1 if view.is_fenced else 0, 0)
         return None
 
     def network(self, cluster) -> dict:
@@ -251,15 +291,32 @@ class Projector:
             regs = tuple((r.controller_id, self.incarnation_rank(cluster, r.controller_id,
                                                                  r.incarnation_id))
                          for r in cluster.registrations())
+            broker_regs = tuple((r.broker_id, self.incarnation_rank(cluster, r.broker_id,
+                                                                    r.incarnation_id),
+                                 r.broker_epoch)
+                                for r in cluster.broker_registrations())
+            lifecycles = tuple(cluster.broker_lifecycle(b) for b in cfg.brokers())
         else:
-            regs = ()
+            regs = broker_regs = lifecycles = ()
         registered = tuple(cluster.registered(c) for c in cfg.controllers())
-        return Observation(responses, endpoints, writes, regs, registered)
+        return Observation(responses, endpoints, writes, regs, registered, broker_regs,
+                           lifecycles)
+
+
+def comparable(m: Msg) -> Msg:
+    """A model message as the implementation can show it: a BrokerHeartbeatResponse's last
+    position, ``registered_epoch``, is a ghost (the broker epoch of the registration the
+    controller held when it answered, for P10) that no implementation has on the wire, so the
+    networks are compared with it left out -- zeroed here and in ``Projector.message``."""
+    if m.kind == BROKER_HEARTBEAT_RESPONSE:
+        return m._replace(registered_epoch=0)
+    return m
 
 
 def model_network(s) -> dict:
     out = {}
     for m in s.network:
+        m = comparable(m)
         out[m] = out.get(m, 0) + 1
     return out
 
@@ -330,7 +387,7 @@ class Driver:
         arg = st.args[0]
         kind = model_next.ACTION_BY_NAME[st.action].arg
         if kind == model_next.MSG_ARG:
-            m = message(arg)
+            m = comparable(message(arg))
             ids = self.proj.network(self.cluster).get(m)
             return None if not ids else (ids[0],)
         if kind == model_next.CLIENT_ARG:
@@ -485,7 +542,7 @@ def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
         event = sim.step()
         if event is None:
             break
-        st = _model_step(proj, cluster, event, before)
+        st = _model_step(proj, cluster, event, before, s)
         if st is None:
             continue                    # an implementation-internal event (ApiVersions)
         steps.append(st)
@@ -500,8 +557,10 @@ def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
     return steps, None
 
 
-def _model_step(proj: Projector, cluster, event, network_before: dict) -> Step | None:
-    """The model step an implementation event stands for (None: internal)."""
+def _model_step(proj: Projector, cluster, event, network_before: dict, s) -> Step | None:
+    """The model step an implementation event stands for (None: internal).  A message step
+    names the message of the model state ``s`` that projects to the implementation's (the
+    ghost positions ``comparable`` leaves out are the model's own)."""
     name = event.name
     action = model_next.ACTION_BY_NAME.get(name)
     if action is None:
@@ -515,5 +574,6 @@ def _model_step(proj: Projector, cluster, event, network_before: dict) -> Step |
         return Step(name, (event.args[0],))
     for m, ids in network_before.items():
         if event.args[0] in ids:
-            return Step(name, (tuple(m),))
+            own = [x for x in sorted(s.network) if comparable(x) == m]
+            return Step(name, (tuple(own[0] if own else m),))
     return None

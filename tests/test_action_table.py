@@ -171,7 +171,8 @@ def test_impl_faults_are_the_budgeted_actions_with_the_same_budgets():
         assert "max_" + impl_budget == budgeted[name], name
 
 
-@pytest.mark.parametrize("config", ["zk-forward-zombie", "kraft-listeners"])
+@pytest.mark.parametrize("config", ["zk-forward-zombie", "kraft-listeners",
+                                    "kraft-broker-registration"])
 def test_impl_events_take_the_model_argument_kinds(config):
     from properties.conformance import new_cluster
     cfg = CONFIGS[config]

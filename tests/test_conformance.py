@@ -97,3 +97,130 @@ def test_configurations_outside_the_models_version_abstraction_are_refused():
         cluster_config(CONFIGS["zk-small"])
     with pytest.raises(ValueError, match="IncrementalAlterConfigs"):
         run_conformance("kraft-small", seed=1)
+
+
+# ---- KRaft broker registration and heartbeats (BR-*, BH-*, BL-*) ------------------------------
+
+BROKER_CONFIG = "kraft-broker-registration"
+LIFECYCLE_ACTIONS = ("broker_sends_registration", "broker_sends_heartbeat",
+                     "controller_handles_broker_registration",
+                     "controller_handles_broker_heartbeat", "broker_handles_lifecycle_response",
+                     "controller_fences_stale_broker")
+
+
+def test_broker_registration_conforms_over_the_ci_budget():
+    """No divergence on kraft-broker-registration: the implementation's BrokerLifecycleManager
+    and ClusterControlManager, on real BrokerRegistration / BrokerHeartbeat bytes, take every
+    step the model takes and show the same registrations, lifecycle states and messages."""
+    r = run_conformance(BROKER_CONFIG, seed=SEED, profile="ci")
+    assert r.divergence is None, r.divergence_text()
+    assert r.runs >= 60
+    assert set(LIFECYCLE_ACTIONS) <= set(r.actions), r.actions
+
+
+def _lifecycle_messages(cfg):
+    """Builders of the model's lifecycle messages between C1 (node 0) and B2 (node 1)."""
+    from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
+                             BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
+                             BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                             BrokerRegistrationRequest, BrokerRegistrationResponse)
+    c1, b2 = 0, 1
+    listener = cfg.listener_index("CONTROLLER")
+    principal = cfg.principal_names.index("broker")
+
+    def registration(incarnation):
+        return tuple(BrokerRegistrationRequest(BROKER_REGISTRATION_REQUEST, b2, c1, listener, b2,
+                                               incarnation, 0, principal))
+
+    def registered(incarnation, error, epoch):
+        return tuple(BrokerRegistrationResponse(BROKER_REGISTRATION_RESPONSE, c1, b2, listener,
+                                                incarnation, error, epoch))
+
+    def heartbeat(incarnation, epoch, offset):
+        return tuple(BrokerHeartbeatRequest(BROKER_HEARTBEAT_REQUEST, b2, c1, listener,
+                                            incarnation, epoch, offset, principal))
+
+    def heartbeat_answer(incarnation, error, is_fenced, registered_epoch):
+        # registered_epoch: the model's ghost, left out of the comparison
+        return tuple(BrokerHeartbeatResponse(BROKER_HEARTBEAT_RESPONSE, c1, b2, listener,
+                                             incarnation, error, is_fenced, registered_epoch))
+    return registration, registered, heartbeat, heartbeat_answer
+
+
+def test_hand_written_broker_lifecycle_trace_conforms():
+    """B2 re-registers its running incarnation (BL-8) and keeps its epoch 1 (BR-5, 3.9), is
+    answered after the commit, heartbeats and stays unfenced; B2 crashes, its session expires
+    (BH-9) and C1 fences it (BH-10); B2 restarts as a new incarnation (BL-1), registers fenced
+    with epoch 4, the offset of its record (BR-3), replays up to it and its heartbeat unfences it
+    (BH-7): the model's trace, step by step, on the implementation."""
+    cfg = CONFIGS[BROKER_CONFIG]
+    registration, registered, heartbeat, heartbeat_answer = _lifecycle_messages(cfg)
+    steps = (
+        Step("broker_sends_registration", (1,)),
+        Step("controller_handles_broker_registration", (registration(0),)),
+        Step("controller_commits_records", ()),
+        Step("broker_handles_lifecycle_response", (registered(0, 0, 1),)),
+        Step("broker_sends_heartbeat", (1,)),
+        Step("controller_handles_broker_heartbeat", (heartbeat(0, 1, 1),)),
+        Step("broker_handles_lifecycle_response", (heartbeat_answer(0, 0, 0, 1),)),
+        Step("node_crashes", (1,)),
+        Step("clock_ticks", ()),
+        Step("clock_ticks", ()),
+        Step("controller_fences_stale_broker", (1,)),
+        Step("controller_commits_records", ()),
+        Step("node_restarts", (1,)),
+        Step("broker_learns_controller", (1,)),
+        Step("broker_sends_registration", (1,)),
+        Step("controller_handles_broker_registration", (registration(1),)),
+        Step("controller_commits_records", ()),
+        Step("broker_handles_lifecycle_response", (registered(1, 0, 4),)),
+        Step("node_replays_record", (1,)),
+        Step("node_replays_record", (1,)),
+        Step("node_replays_record", (1,)),
+        Step("broker_sends_heartbeat", (1,)),
+        Step("controller_handles_broker_heartbeat", (heartbeat(1, 4, 4),)),
+        Step("controller_commits_records", ()),
+        Step("broker_handles_lifecycle_response", (heartbeat_answer(1, 0, 0, 4),)),
+    )
+    from model.observe import observe
+    states = model_next.replay(cfg, Driver(cfg, 0).design, steps)
+    end = observe(states[-1], cfg)
+    assert end.broker_registrations == ((1, 0, 1), (1, 0, 1), (1, 1, 4))
+    assert end.broker_lifecycles == ((True, 4),)
+    for seed in (0, SEED):
+        assert check_steps(cfg, steps, seed=seed) is None
+
+
+def test_a_new_incarnation_within_the_old_session_is_a_duplicate_registration():
+    """BR-4.4, BR-8: B2 crashes and restarts at once; its old incarnation's session is still
+    valid, so the new incarnation is refused DUPLICATE_BROKER_REGISTRATION (101) with epoch -1
+    (BR-1), and the broker keeps retrying with the same incarnation (BL-5)."""
+    cfg = CONFIGS[BROKER_CONFIG]
+    registration, registered, _, _ = _lifecycle_messages(cfg)
+    steps = (
+        Step("node_crashes", (1,)),
+        Step("node_restarts", (1,)),
+        Step("broker_learns_controller", (1,)),
+        Step("broker_sends_registration", (1,)),
+        Step("controller_handles_broker_registration", (registration(1),)),
+        Step("broker_handles_lifecycle_response", (registered(1, 101, -1),)),
+        Step("broker_sends_registration", (1,)),
+    )
+    model_next.replay(cfg, Driver(cfg, 0).design, steps)
+    assert check_steps(cfg, steps, seed=SEED) is None
+
+
+def test_broker_timeouts_are_the_models_ticks():
+    """BH-1: broker.session.timeout.ms is session_timeout ticks (9000 ms, Kafka's default, for
+    one tick) and broker.heartbeat.interval.ms one tick, in every node's server.properties."""
+    cfg = CONFIGS[BROKER_CONFIG]
+    tick = tick_ms(cfg)
+    assert tick * cfg.session_timeout == 9_000
+    cc = cluster_config(cfg)
+    assert cc.broker_registration and cc.initially_registered_brokers == (1,)
+    for node in cc.nodes:
+        props = node.props()
+        assert props["broker.session.timeout.ms"] == str(cfg.session_timeout * tick)
+        assert props["broker.heartbeat.interval.ms"] == str(tick)
+    other = cluster_config(CONFIGS["kraft-listeners"])
+    assert "broker.session.timeout.ms" not in other.nodes[0].props()

@@ -34,7 +34,7 @@ SCRIPT = ROOT / "scripts" / "fetch-kafka-schemas"
 
 MESSAGE_DIR = "clients/src/main/resources/common/message"
 METADATA_DIR = "metadata/src/main/resources/common/metadata"
-RECORDS = ("RegisterControllerRecord", "RegisterBrokerRecord")
+RECORDS = ("RegisterControllerRecord", "RegisterBrokerRecord", "BrokerRegistrationChangeRecord")
 # What the implementation reads by name, besides every API's request and response.
 USED = ("RequestHeader", "ResponseHeader", "DefaultPrincipalData", "EnvelopeRequest",
         "EnvelopeResponse", "ApiVersionsRequest", "ControllerRegistrationRequest",

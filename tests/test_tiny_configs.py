@@ -18,7 +18,7 @@ PINNED = {
     "zk-controller-crash": (2315, 2315),
     "kraft-misconfigured": (18360, 18360),
     "kraft-registration-leader-change": (2679, 2679),
-    "kraft-broker-registration": (30639, 30639),
+    "kraft-broker-registration": (30390, 30390),
 }
 
 

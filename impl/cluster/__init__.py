@@ -10,10 +10,13 @@ Each node is a process with Kafka's parts:
   EnvelopeRequest receiving side (F-22..F-27) over a shared ZooKeeper (``impl/zk_controller``);
 - a KRaft controller: a ``QuorumController`` over the shared ``RaftQuorum`` (``impl/kraft``),
   the receiving side (F-28..F-30), DescribeCluster (D-1), and its
-  ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``.
+  ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``;
+- with KRaft broker registration: a broker's ``BrokerLifecycleManager`` (BL-1..BL-12) and a
+  controller's ``ClusterControlManager`` (BR-1..BR-13, BH-1..BH-11), the leader's active.
 
 Bytes travel between nodes as ``Message``s: requests built by the channels (real
-EnvelopeRequest / ControllerRegistrationRequest bytes), responses built by the receivers.  An
+EnvelopeRequest / ControllerRegistrationRequest bytes; BrokerRegistration and BrokerHeartbeat
+requests built from the lifecycle manager's bodies), responses built by the receivers.  An
 admin client's request is handled on arrival (the client link is reliable; the faults are on the
 inter-node network and in the processes).
 
@@ -29,12 +32,12 @@ another description of the same protocol; nothing here imports it.
   ``Conn``, ``Acls``; the registration bugs a cluster can run with);
 - ``steps``: what can happen next and what it does (``ClusterSteps``; ``STEPS``, ``FAULTS``);
 - ``observation``: what an observer reads (``ClusterObservation``; ``ClientResult``,
-  ``DurableWrite``, ``Registration``, ``MessageView``).
+  ``DurableWrite``, ``Registration``, ``BrokerRegistrationView``, ``MessageView``).
 """
 from __future__ import annotations
 
-from impl.cluster.observation import (ClientResult, ClusterObservation, DurableWrite,
-                                      MessageView, Registration)
+from impl.cluster.observation import (BrokerRegistrationView, ClientResult, ClusterObservation,
+                                      DurableWrite, MessageView, Registration)
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
 from impl.cluster.wiring import (KAFKA_REGISTRATION_NO_RECHECK, REGISTRATION_BUGS, Acls,
@@ -48,7 +51,7 @@ class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
 
 __all__ = [
     "Cluster", "STEPS", "FAULTS", "KAFKA_REGISTRATION_NO_RECHECK", "REGISTRATION_BUGS",
-    "ClientResult", "DurableWrite", "Registration", "MessageView",
+    "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",
     "ClusterWiring", "ClusterSteps", "ClusterObservation",
 ]

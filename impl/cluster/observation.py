@@ -8,9 +8,14 @@ the cluster).
   log, with the leader epoch);
 - ``registrations``/``registered``: the ``RegisterControllerRecord``s in the committed log and
   whether a controller's ``ControllerRegistrationManager`` knows it is registered (R-1..R-22);
+- ``broker_registrations``/``broker_lifecycle``: the ``RegisterBrokerRecord``s in the committed
+  log (BR-5) and what a KRaft broker's ``BrokerLifecycleManager`` holds: registered, and its
+  broker epoch (BL-5, BL-8);
 - ``message_views``/``view``: the messages in flight decoded from their bytes (EnvelopeRequest /
-  EnvelopeResponse, ControllerRegistrationRequest / Response);
-- ``incarnations``: a node's process runs (KRaft controllers: their incarnation ids).
+  EnvelopeResponse, ControllerRegistrationRequest / Response, BrokerRegistrationRequest /
+  Response, BrokerHeartbeatRequest / Response);
+- ``incarnations``: a node's process runs (KRaft controllers, and KRaft brokers that register:
+  their incarnation ids).
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from dataclasses import dataclass
 
 from impl.forwarding import first_error
 from impl.protocol import parse_request, parse_response
-from impl.protocol.api_keys import CONTROLLER_REGISTRATION, ENVELOPE
+from impl.protocol.api_keys import (BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                    CONTROLLER_REGISTRATION, ENVELOPE)
 from impl.sim import REQUEST, Message
 
 
@@ -45,6 +51,14 @@ class Registration:
 
 
 @dataclass(frozen=True)
+class BrokerRegistrationView:
+    """A committed RegisterBrokerRecord (BR-5)."""
+    broker_id: int
+    incarnation_id: object
+    broker_epoch: int
+
+
+@dataclass(frozen=True)
 class MessageView:
     """What a message is, decoded from its bytes (for observers and adapters)."""
     id: int
@@ -58,7 +72,13 @@ class MessageView:
     sender_principal: str = ""  # requests: the sending connection's principal name
     error: int = 0              # responses: the top-level error code
     inner_error: int = 0        # EnvelopeResponse: the inner response's first error
+    # registrations: the IncarnationId; broker heartbeats (which do not carry it): the one of
+    # the broker process run whose connection carries them
     incarnation_id: object = None
+    broker_id: int = -1         # BrokerRegistrationRequest: BrokerId
+    broker_epoch: int = -1      # BrokerHeartbeatRequest, BrokerRegistrationResponse
+    metadata_offset: int = -1   # BrokerHeartbeatRequest: CurrentMetadataOffset
+    is_fenced: bool = True      # BrokerHeartbeatResponse: IsFenced
 
 
 class ClusterObservation:
@@ -106,6 +126,27 @@ class ClusterObservation:
         node = self.nodes[node_id]
         return bool(node.alive and node.registration and node.registration.registered_in_log)
 
+    def broker_registrations(self) -> list:
+        """The RegisterBrokerRecords of the committed log, in log order."""
+        return [BrokerRegistrationView(e.record.data["BrokerId"], e.record.data["IncarnationId"],
+                                       e.record.data["BrokerEpoch"])
+                for e in self.quorum.log if e.record.name == "RegisterBrokerRecord"]
+
+    def broker_lifecycle(self, node_id: int) -> tuple:
+        """(registered, broker epoch) of the node's live BrokerLifecycleManager; a process that
+        is down, or a node without one, holds (False, -1)."""
+        node = self.nodes[node_id]
+        if not node.alive or node.lifecycle is None:
+            return False, -1
+        return node.lifecycle.registered, node.lifecycle.broker_epoch
+
+    def _run_incarnation(self, conn) -> object:
+        """The incarnation of the process run that opened connection ``conn``."""
+        if conn is None:
+            return None
+        runs = self.nodes[conn.src].incarnations
+        return runs[conn.src_run] if 0 <= conn.src_run < len(runs) else None
+
     def message_views(self) -> list:
         return [self.view(m) for m in self.network.in_flight()]
 
@@ -124,6 +165,16 @@ class ClusterObservation:
                 return MessageView(m.id, "ControllerRegistrationRequest", m.src, m.dst,
                                    m.listener, sender_principal=principal,
                                    incarnation_id=body["IncarnationId"])
+            if m.api_key == BROKER_REGISTRATION:
+                return MessageView(m.id, "BrokerRegistrationRequest", m.src, m.dst, m.listener,
+                                   sender_principal=principal, broker_id=body["BrokerId"],
+                                   incarnation_id=body["IncarnationId"])
+            if m.api_key == BROKER_HEARTBEAT:
+                return MessageView(m.id, "BrokerHeartbeatRequest", m.src, m.dst, m.listener,
+                                   sender_principal=principal, broker_id=body["BrokerId"],
+                                   incarnation_id=self._run_incarnation(conn),
+                                   broker_epoch=body["BrokerEpoch"],
+                                   metadata_offset=body["CurrentMetadataOffset"])
             return MessageView(m.id, f"request {m.api_key}", m.src, m.dst, m.listener)
         req_header = {"RequestApiKey": m.api_key, "RequestApiVersion": m.api_version,
                       "CorrelationId": m.correlation_id}
@@ -142,4 +193,12 @@ class ClusterObservation:
             return MessageView(m.id, "ControllerRegistrationResponse", m.src, m.dst,
                                m.listener, error=body.get("ErrorCode", 0),
                                incarnation_id=origin[0] if origin else None)
+        if m.api_key == BROKER_REGISTRATION:
+            return MessageView(m.id, "BrokerRegistrationResponse", m.src, m.dst, m.listener,
+                               error=body["ErrorCode"], broker_epoch=body["BrokerEpoch"],
+                               incarnation_id=self._run_incarnation(conn))
+        if m.api_key == BROKER_HEARTBEAT:
+            return MessageView(m.id, "BrokerHeartbeatResponse", m.src, m.dst, m.listener,
+                               error=body["ErrorCode"], is_fenced=bool(body["IsFenced"]),
+                               incarnation_id=self._run_incarnation(conn))
         return MessageView(m.id, f"response {m.api_key}", m.src, m.dst, m.listener)

@@ -15,6 +15,11 @@ a bug in the implementation and propagates.  The handlers and the helpers only t
   F-22..F-27; ``ControllerApis.handleEnvelopeRequest``, F-28..F-30, the inner request authorized
   as the client), the mutation written by the ``QuorumController`` or the ZK ``KafkaController``,
   ControllerRegistrationRequest handling (R-12..R-16);
+- KRaft broker registration: a broker's ``BrokerLifecycleManager`` sends BrokerRegistration and
+  BrokerHeartbeat requests (api keys 62, 63) to the controller its metadata cache names, on that
+  controller's listener (BL-3..BL-11), one at a time; the active controller's
+  ``ClusterControlManager`` answers them (BR-1..BR-8, BH-2..BH-7) and fences a broker whose
+  session expired (BH-9, BH-10);
 - the network: connections opened per (node, listener, purpose) and closed by a disconnect, a
   network timeout (F-16) or the receiver (F-23, F-24); ``NetworkClient``'s disconnect re-queues
   the channel's request (F-21.3);
@@ -27,7 +32,8 @@ from __future__ import annotations
 import random
 from ipaddress import ip_address
 
-from impl.channel import ControllerChannel
+from impl.broker_registration import ClusterControlManager
+from impl.channel import ControllerChannel, negotiate_version
 from impl.cluster.observation import ClientResult
 from impl.cluster.wiring import Conn, Node
 from impl.cluster_config import DESCRIBE, FORGED_ENVELOPE, ClientConfig
@@ -38,8 +44,9 @@ from impl.forwarding import (CLOSE, DISPATCH, ClientOutcome, envelope_response,
                              error_response_body, first_error, wrap_inner_response)
 from impl.kraft import mutation_response
 from impl.protocol import (build_envelope_request, encode_request, encode_response,
-                           parse_request, parse_request_header)
-from impl.protocol.api_keys import (CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
+                           parse_request, parse_request_header, parse_response)
+from impl.protocol.api_keys import (BROKER_HEARTBEAT, BROKER_REGISTRATION,
+                                    CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
                                     DESCRIBE_CLUSTER, ENVELOPE, INCREMENTAL_ALTER_CONFIGS)
 from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, NETWORK_EXCEPTION, NONE,
                                   TOPIC_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION)
@@ -57,15 +64,27 @@ DENIED = {CREATE_TOPICS: TOPIC_AUTHORIZATION_FAILED,
 CLIENT_MAX_VERSION = {CREATE_TOPICS: 7, INCREMENTAL_ALTER_CONFIGS: 1, CREATE_ACLS: 3,
                       DESCRIBE_CLUSTER: 1, ENVELOPE: 0}
 
+# the BrokerLifecycleManager's two APIs (BL-4, BL-9)
+LIFECYCLE_APIS = (BROKER_REGISTRATION, BROKER_HEARTBEAT)
+
 # the step names (the order of ``events()``)
 STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_controller",
          "channel_sends_request", "channel_times_out_request", "controller_handles_envelope",
          "broker_handles_envelope_response", "controller_sends_registration",
          "controller_handles_registration", "controller_handles_registration_response",
+         "broker_sends_registration", "broker_sends_heartbeat",
+         "controller_handles_broker_registration", "controller_handles_broker_heartbeat",
+         "broker_handles_lifecycle_response", "controller_fences_stale_broker",
          "node_discards_stale_response", "controller_processes_event",
          "controller_commits_records", "node_replays_record", "broker_handles_session_expiry",
          "broker_elects_controller", "controller_becomes_leader", "clock_ticks",
          "zk_expires_session", "network_drops_message", "node_crashes", "node_restarts")
+# the steps that take a message in flight
+MESSAGE_STEPS = ("controller_handles_envelope", "broker_handles_envelope_response",
+                 "controller_handles_registration", "controller_handles_registration_response",
+                 "controller_handles_broker_registration", "controller_handles_broker_heartbeat",
+                 "broker_handles_lifecycle_response", "node_discards_stale_response",
+                 "network_drops_message")
 FAULTS = {"zk_expires_session": "session_expiries", "network_drops_message": "drops",
           "node_crashes": "crashes", "node_restarts": "restarts",
           "broker_elects_controller": "elections", "controller_becomes_leader": "elections"}
@@ -97,9 +116,7 @@ class ClusterSteps:
             return [(c,) for c in self.clients]
         if name in ("clock_ticks", "controller_commits_records"):
             return [()]
-        if name in ("controller_handles_envelope", "broker_handles_envelope_response",
-                    "controller_handles_registration", "controller_handles_registration_response",
-                    "node_discards_stale_response", "network_drops_message"):
+        if name in MESSAGE_STEPS:
             return [(m.id,) for m in self.network.in_flight()]
         return [(n,) for n in sorted(self.nodes)]
 
@@ -327,6 +344,17 @@ class ClusterSteps:
                                       reg_header["CorrelationId"], resp)
             self._send(RESPONSE, n, conn, reg_header, payload, CONTROLLER_REGISTRATION,
                        reg_header["RequestApiVersion"])
+            return
+        if kind == "lifecycle":
+            # a BrokerRegistration or BrokerHeartbeat response on the broker's heartbeat
+            # connection, lost if that connection or either process run is gone
+            _, conn_id, req_header = reply
+            conn = self.conns.get(conn_id)
+            if conn is None or not self._conn_open(conn):
+                return
+            key, version = req_header["RequestApiKey"], req_header["RequestApiVersion"]
+            payload = encode_response(key, version, req_header["CorrelationId"], resp)
+            self._send(RESPONSE, n, conn, req_header, payload, key, version)
 
     def _conn_open(self, conn: Conn) -> bool:
         a, b = self.nodes[conn.src], self.nodes[conn.dst]
@@ -625,8 +653,12 @@ class ClusterSteps:
         return True
 
     def _ev_node_discards_stale_response(self, mid: int, dry: bool) -> bool:
-        m = self._deliverable(mid, {(RESPONSE, ENVELOPE), (RESPONSE, CONTROLLER_REGISTRATION)})
-        if m is None or self._response_matches(m):
+        m = self._deliverable(mid, {(RESPONSE, key) for key in (ENVELOPE, CONTROLLER_REGISTRATION)
+                                    + LIFECYCLE_APIS})
+        if m is None:
+            return False
+        if self._lifecycle_response_matches(m) if m.api_key in LIFECYCLE_APIS else \
+                self._response_matches(m):
             return False
         if not dry:
             self.network.take(mid)
@@ -671,6 +703,152 @@ class ClusterSteps:
             return True
         self.network.take(mid)
         node.channel.on_response(m.correlation_id, m.payload, self.now_ms)
+        return True
+
+    # ---- KRaft broker registration and heartbeats --------------------------------------------
+
+    def _lifecycle_target(self, n: int) -> int | None:
+        """BL-3: the heartbeat channel talks to the controller the broker's metadata cache
+        names; a dead one is a failed connection, so nothing is sent."""
+        p = self.nodes[n].known_controller
+        return p if p >= 0 and p in self.nodes and self.nodes[p].alive else None
+
+    def _room_in_flight(self) -> bool:
+        return self.config.max_in_flight is None or len(self.network) < self.config.max_in_flight
+
+    def _lifecycle_sender(self, n: int):
+        """Broker ``n``'s live BrokerLifecycleManager and the controller it would talk to, or
+        None."""
+        node = self._node(n)
+        if node is None or not node.alive or node.lifecycle is None:
+            return None
+        p = self._lifecycle_target(n)
+        if p is None or not self._room_in_flight():
+            return None
+        return node.lifecycle, p
+
+    def _send_lifecycle(self, n: int, p: int, api_key: int, body: dict) -> None:
+        """The request's bytes on the broker's heartbeat connection to controller ``p``, on
+        ``p``'s controller listener (BL-3, L-29), at the highest version both ends parse."""
+        node = self.nodes[n]
+        version = negotiate_version(api_key, self._api_ranges(n).get(api_key),
+                                    self._api_ranges(p).get(api_key))
+        key = (n, node.run)
+        self._correlation[key] = correlation = self._correlation.get(key, 0) + 1
+        header = {"RequestApiKey": api_key, "RequestApiVersion": version,
+                  "CorrelationId": correlation,
+                  "ClientId": f"{node.spec.name.lower()}-heartbeat-channel"}
+        conn = self._conn(n, p, self._controller_listener(p), "heartbeat")
+        self._send(REQUEST, n, conn, header, encode_request(header, body), api_key, version)
+
+    def _ev_broker_sends_registration(self, n: int, dry: bool) -> bool:
+        """BL-4, BL-5, BL-8: an unregistered broker (just started, asked to resend, or whose
+        last attempt failed) sends its BrokerRegistrationRequest, one communication at a
+        time."""
+        sender = self._lifecycle_sender(n)
+        if sender is None or not sender[0].registration_enabled():
+            return False
+        if not dry:
+            lifecycle, p = sender
+            body = lifecycle.broker_sends_registration(self.now_ms, controller_id=p)
+            self._send_lifecycle(n, p, BROKER_REGISTRATION, body)
+        return True
+
+    def _ev_broker_sends_heartbeat(self, n: int, dry: bool) -> bool:
+        """BL-9: a registered broker heartbeats with its broker epoch and the offset of the
+        last record it replayed, at most once per broker.heartbeat.interval.ms."""
+        sender = self._lifecycle_sender(n)
+        if sender is None or not sender[0].heartbeat_enabled(self.now_ms):
+            return False
+        if not dry:
+            lifecycle, p = sender
+            body = lifecycle.broker_sends_heartbeat(
+                self.now_ms, self.quorum.replayed_offset(n) - 1, controller_id=p)
+            self._send_lifecycle(n, p, BROKER_HEARTBEAT, body)
+        return True
+
+    def _lifecycle_request(self, mid: int, api_key: int):
+        """The lifecycle request ``mid`` to a live controller, and that controller's
+        ClusterControlManager, or None."""
+        m = self._request_to_live_node(mid, api_key)
+        if m is None or self.nodes[m.dst].cluster_control is None:
+            return None
+        return m, self.nodes[m.dst].cluster_control
+
+    def _controller_handles_lifecycle(self, mid: int, api_key: int, dry: bool) -> bool:
+        found = self._lifecycle_request(mid, api_key)
+        if found is None or dry:
+            return found is not None
+        m, ccm = found
+        self.network.take(mid)
+        conn = self.conns[m.conn]
+        header, body = parse_request(m.payload)
+        ctx = self._server_context(conn, header)
+        reply = ("lifecycle", conn.id, header)
+        handle = (ClusterControlManager.controller_handles_broker_registration
+                  if api_key == BROKER_REGISTRATION
+                  else ClusterControlManager.controller_handles_broker_heartbeat)
+        r = handle(ccm, ctx, body, self.quorum, self.now_ms, waiter=(reply, header))
+        if r is not None:
+            self._send_reply(m.dst, reply, header, r.body)
+        return True
+
+    def _ev_controller_handles_broker_registration(self, mid: int, dry: bool) -> bool:
+        """BR-1..BR-5: the controller's answer, at once for a refusal, after the commit of its
+        RegisterBrokerRecord otherwise."""
+        return self._controller_handles_lifecycle(mid, BROKER_REGISTRATION, dry)
+
+    def _ev_controller_handles_broker_heartbeat(self, mid: int, dry: bool) -> bool:
+        """BH-2..BH-7: the controller's answer, after the commit of the
+        BrokerRegistrationChangeRecord that unfences the broker, at once otherwise."""
+        return self._controller_handles_lifecycle(mid, BROKER_HEARTBEAT, dry)
+
+    def _lifecycle_response_matches(self, m: Message) -> bool:
+        """A lifecycle response is awaited by the process run whose connection it came back on,
+        while its one communication is in flight to the controller that answers."""
+        conn = self.conns.get(m.conn)
+        node = self.nodes.get(m.dst)
+        if conn is None or node is None or not node.alive or node.run != conn.src_run:
+            return False
+        lifecycle = node.lifecycle
+        return (lifecycle is not None and lifecycle.communication_in_flight
+                and lifecycle.in_flight_to == m.src)
+
+    def _ev_broker_handles_lifecycle_response(self, mid: int, dry: bool) -> bool:
+        """BL-5, BL-10, BL-11: the answer ends the communication in flight."""
+        m = self._deliverable(mid, {(RESPONSE, key) for key in LIFECYCLE_APIS})
+        if m is None or not self._lifecycle_response_matches(m):
+            return False
+        if dry:
+            return True
+        self.network.take(mid)
+        body = parse_response(m.payload, {"RequestApiKey": m.api_key,
+                                          "RequestApiVersion": m.api_version,
+                                          "CorrelationId": m.correlation_id})
+        lifecycle = self.nodes[m.dst].lifecycle
+        if m.api_key == BROKER_REGISTRATION:
+            lifecycle.broker_handles_registration_response(NONE, body, self.now_ms)
+        else:
+            lifecycle.broker_handles_heartbeat_response(NONE, body, self.now_ms)
+        return True
+
+    def _active_cluster_control(self) -> ClusterControlManager | None:
+        """The leader's ClusterControlManager (whether its process is up or not)."""
+        if not self.kraft or self.quorum.leader_id < 0:
+            return None
+        return self.nodes[self.quorum.leader_id].cluster_control
+
+    def _ev_controller_fences_stale_broker(self, b: int, dry: bool) -> bool:
+        """BH-9, BH-10: the live leader's fence timer fences broker ``b``, unfenced with its
+        session expired, with a BrokerRegistrationChangeRecord nobody waits for."""
+        node = self._node(b)
+        ccm = self._active_cluster_control()
+        if node is None or node.role != "broker" or ccm is None or \
+                not self.nodes[self.quorum.leader_id].alive or \
+                not ccm.stale_broker(b, self.quorum, self.now_ms):
+            return False
+        if not dry:
+            ccm.controller_fences_stale_broker(b, self.quorum, self.now_ms)
         return True
 
     def _ev_controller_processes_event(self, n: int, dry: bool) -> bool:
@@ -751,6 +929,11 @@ class ClusterSteps:
         old = self.quorum.leader_id
         replies = node.qc.controller_becomes_leader(
             old_leader_alive=old >= 0 and self.nodes[old].alive)
+        if node.cluster_control is not None:
+            # BR-13: the sessions go with the leadership; the new leader's start afresh
+            if old >= 0 and self.nodes[old].cluster_control is not None:
+                self.nodes[old].cluster_control.deactivate()
+            node.cluster_control.activate(self.now_ms, self.quorum)
         for r in replies or ():
             (reply, header) = r.waiter
             self._send_reply(old, reply, header, r.body)
@@ -772,6 +955,15 @@ class ClusterSteps:
             reg = node.registration
             if reg is not None and reg.retry_at_ms is not None and reg.retry_at_ms > self.now_ms:
                 waiting = True
+            lifecycle = node.lifecycle
+            if lifecycle is not None and lifecycle.registered and \
+                    lifecycle.last_heartbeat_ms is not None and \
+                    lifecycle.last_heartbeat_ms + lifecycle.heartbeat_interval_ms > self.now_ms:
+                waiting = True          # its next heartbeat (BL-10)
+        ccm = self._active_cluster_control()
+        if ccm is not None and ccm.heartbeat_manager is not None and \
+                ccm.heartbeat_manager.has_tracked_session():
+            waiting = True              # the leader's fence timer counts from a contact (BH-9)
         if not waiting:
             return False
         if not dry:
@@ -800,6 +992,14 @@ class ClusterSteps:
         if conn is None:
             return True
         owner = self.nodes[conn.src]
+        if m.api_key in LIFECYCLE_APIS:
+            # the broker's communication in flight on this connection ends with it (BL-5)
+            lifecycle = owner.lifecycle
+            if owner.alive and owner.run == conn.src_run and lifecycle is not None and \
+                    lifecycle.communication_in_flight and lifecycle.in_flight_to == conn.dst:
+                self._closed_by_peer(conn)
+                lifecycle.connection_lost(self.now_ms)
+            return True
         if owner.alive and owner.run == conn.src_run and owner.channel is not None:
             flight = owner.channel.inflight_request
             if flight is not None and flight.correlation_id == m.correlation_id and \
@@ -818,7 +1018,13 @@ class ClusterSteps:
         # its connections close: what was sent to it, and the responses it sent on them
         self.network.drop_where(lambda m: m.dst == n or (m.src == n and m.kind == RESPONSE))
         for p, peer in sorted(self.nodes.items()):
-            if p == n or not peer.alive or peer.channel is None:
+            if p == n or not peer.alive:
+                continue
+            lifecycle = peer.lifecycle
+            if lifecycle is not None and lifecycle.communication_in_flight and \
+                    lifecycle.in_flight_to == n:
+                lifecycle.connection_lost(self.now_ms)      # BL-5: its controller is gone
+            if peer.channel is None:
                 continue
             flight = peer.channel.inflight_request
             if flight is not None and flight.destination.node_id == n and flight.item is not None:
@@ -829,6 +1035,12 @@ class ClusterSteps:
         if self.kraft:
             if self.quorum.leader_id == n:
                 self.quorum.drop_uncommitted()
+                if node.cluster_control is not None:
+                    # the sessions stay with the leadership (BR-13), their fenced states back
+                    # at the committed registrations
+                    node.cluster_control.revert_to_committed(self.quorum)
+            # a crashed broker's session stays with the active controller until it expires
+            # (BH-9); its late requests may still arrive
         else:
             self.zkc.node_crashes(n)
         return True
@@ -846,13 +1058,19 @@ class ClusterSteps:
         node.alive = True
         node.run += 1
         if self.kraft and node.role == "controller":
+            # still the leader if it was (no election happened): the new process activates a
+            # fresh ClusterControlManager, a session contacted now for every registered
+            # broker (BR-13)
+            if self.quorum.leader_id == n and node.cluster_control is not None:
+                node.cluster_control.deactivate()
+                node.cluster_control.activate(self.now_ms, self.quorum)
             self._new_registration_manager(n)
             if node.registration is not None:
                 node.registration.on_metadata_update(self.quorum.image_delta(n),
                                                      self.quorum.image(n))
         elif self.kraft:
             node.known_controller = -1
-            self._start_kraft_broker(n)
+            self._start_kraft_broker(n)     # a new BrokerLifecycleManager: a new incarnation
         else:
             self.zkc.node_restarts(n, self.now_ms)
             self._start_zk_broker(n)

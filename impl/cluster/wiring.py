@@ -13,7 +13,13 @@ to the simulator's network (``impl/sim.py``).
   ``KafkaApis`` (F-22..F-27) over the shared ZooKeeper (``impl/zk_controller``); a KRaft
   controller's ``QuorumController`` over the shared ``RaftQuorum`` (``impl/kraft``), its
   ``EnvelopeReceiver`` (F-28..F-30) and its ``ControllerRegistrationManager`` (R-1..R-22) on its
-  own channel; the API versions each node parses (F-35).
+  own channel; the API versions each node parses (F-35);
+- with KRaft broker registration on: each KRaft broker's ``BrokerLifecycleManager`` (BL-1..BL-12,
+  a fresh incarnation per process run; a broker registered in the initial log starts holding
+  its broker epoch, asked to register again, BL-8) and each controller's
+  ``ClusterControlManager`` (BR-*, BH-*), the leader's activated at start (BR-13); both read
+  ``broker.session.timeout.ms`` and ``broker.heartbeat.interval.ms`` from the node's
+  ``server.properties`` (BH-1).
 
 Restarting a node (``node_restarts``, in ``steps``) goes through the same start-up code.
 """
@@ -23,11 +29,15 @@ import random
 from dataclasses import dataclass, field
 
 from impl import config as listener_config
+from impl.broker_registration import (MV_3_7_IV2, ClusterControlManager, register_broker_record,
+                                      register_broker_record_version)
 from impl.channel import ControllerChannel, own_api_ranges
 from impl.cluster_config import KRAFT_MODE, ClientConfig, ClusterConfig, NodeConfig
 from impl.context import ControllerInfo
 from impl.forwarding import KRAFT_CONTROLLER, ZK_BROKER, EnvelopeReceiver, ForwardingManager
 from impl.kraft import ClusterAuthorizer, QuorumController, RaftQuorum, register_controller_record
+from impl.lifecycle import (BROKER_HEARTBEAT_INTERVAL_MS, BROKER_SESSION_TIMEOUT_MS,
+                            BrokerLifecycleManager)
 from impl.protocol.principal import KafkaPrincipal
 from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
 from impl.registration import ControllerRegistrationManager
@@ -45,6 +55,9 @@ from impl.zk_controller import ZkCluster
 #   and runs when it completes (docs/findings/registration-no-recheck.md).
 KAFKA_REGISTRATION_NO_RECHECK = "registration-no-recheck-after-success"
 REGISTRATION_BUGS = {KAFKA_REGISTRATION_NO_RECHECK: "kafka_drops_check_while_pending"}
+
+# the cluster id every broker registers with and every controller expects (BR-4.2)
+CLUSTER_ID = "kipcheck-cluster"
 
 
 class Acls:
@@ -77,7 +90,7 @@ class Conn:
     src: int
     dst: int
     listener: str
-    purpose: str                # "forwarding" | "registration"
+    purpose: str                # "forwarding" | "registration" | "heartbeat" (BL-3)
     principal: str
     src_run: int
     dst_run: int
@@ -96,6 +109,10 @@ class Node:
     qc: QuorumController | None = None
     known_controller: int = -1  # KRaft broker metadata cache (ZK: ZkBroker.known_controller)
     receiver: EnvelopeReceiver | None = None
+    # KRaft broker registration: a broker's manager (this process run's) and a controller's
+    # ClusterControlManager (active while it leads)
+    lifecycle: BrokerLifecycleManager | None = None
+    cluster_control: ClusterControlManager | None = None
     incarnations: list = field(default_factory=list)
 
 
@@ -123,6 +140,7 @@ class ClusterWiring:
         self._origin: dict = {}         # (connection, correlation id) -> what the request was
         self._request_of: dict = {}     # response message id -> what its request was
         self._sent_on: dict = {}        # (node, run, correlation id) -> connection id
+        self._correlation: dict = {}    # (node, run) -> the heartbeat channel's last id
         self.budget = None                           # fault budget for free-running runs
         for spec in config.nodes:
             props = spec.props()
@@ -203,12 +221,24 @@ class ClusterWiring:
             boot.append(register_controller_record(self.nodes[c].registration.request_data()
                                                    if self.nodes[c].registration else
                                                    self._registration_data(c)))
+        running = {}
+        if cfg.broker_registration:
+            for b in cfg.initially_registered_brokers:
+                # the offset of its RegisterBrokerRecord, after metadata.version's record
+                running[b] = self._new_lifecycle_manager(b, broker_epoch=1 + len(boot))
+                boot.append(self._bootstrap_broker_record(running[b]))
         self.quorum = RaftQuorum(controllers, cfg.metadata_version, ic, boot)
         for n, node in self.nodes.items():
             if node.role == "controller":
                 node.qc = QuorumController(n, self.quorum, self.acls.cluster, self.rng)
                 node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
                                                  principal_serde=node.spec.principal_serde)
+                if cfg.broker_registration:
+                    node.cluster_control = ClusterControlManager(
+                        n, self.acls.cluster, cluster_id=CLUSTER_ID,
+                        session_timeout_ms=self._session_timeout_ms(n))
+                    if n == ic:
+                        node.cluster_control.activate(self.now_ms, self.quorum)    # BR-13
                 if n in cfg.initially_registered:
                     delta = self.quorum.catch_up(n)
                     if node.registration:
@@ -217,7 +247,7 @@ class ClusterWiring:
             else:
                 self.quorum.catch_up(n)
                 node.known_controller = ic
-                self._start_kraft_broker(n)
+                self._start_kraft_broker(n, running.get(n))
 
     def _registration_data(self, c: int) -> dict:
         node = self.nodes[c]
@@ -255,9 +285,60 @@ class ClusterWiring:
     def _leader_info(self):
         return self._controller_info(self.quorum.leader_id)
 
-    def _start_kraft_broker(self, n: int) -> None:
+    def _start_kraft_broker(self, n: int, lifecycle: BrokerLifecycleManager | None = None) -> None:
+        """``BrokerServer.startup``: the forwarding channel and, with broker registration, this
+        process run's BrokerLifecycleManager (BL-1: a fresh incarnation, unless ``lifecycle``
+        is the running process's manager of the initial state); a broker's incarnations are
+        its managers' IncarnationIds then, else its process runs."""
         node = self.nodes[n]
         node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
                                          lambda: self._controller_info(node.known_controller))
         node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
-        node.incarnations.append(node.run)
+        if not self.config.broker_registration:
+            node.incarnations.append(node.run)
+            return
+        node.lifecycle = lifecycle or self._new_lifecycle_manager(n)
+        node.incarnations.append(node.lifecycle.incarnation_id)
+
+    # ---- KRaft broker registration -------------------------------------------------------------
+
+    def _node_ms(self, n: int, key: str, default: int) -> int:
+        """A timeout of node ``n``'s ``server.properties`` (KRaftConfigs, BH-1)."""
+        return int(self.nodes[n].spec.props().get(key, default))
+
+    def _session_timeout_ms(self, n: int) -> int:
+        return self._node_ms(n, "broker.session.timeout.ms", BROKER_SESSION_TIMEOUT_MS)
+
+    def _broker_listener_info(self, n: int) -> list:
+        """BL-2: the broker's advertised listeners (the controller listeners left out, L-25), as
+        the BrokerRegistrationRequest's Listeners."""
+        lc = self.nodes[n].listeners
+        return [{"Name": e.listener_name, "Host": e.host, "Port": e.port,
+                 "SecurityProtocol": SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0)}
+                for e in lc.advertised_broker_listeners]
+
+    def _new_lifecycle_manager(self, n: int, broker_epoch: int = -1) -> BrokerLifecycleManager:
+        """One process run's BrokerLifecycleManager (BL-1, BL-2).  ``broker_epoch`` >= 0: the
+        running process registered with that epoch before a metadata.version upgrade, and its
+        BrokerRegistrationTracker has asked it to register again (BL-8)."""
+        lifecycle = BrokerLifecycleManager(
+            n, self.rng, CLUSTER_ID, self._broker_listener_info(n), broker_epoch=broker_epoch,
+            heartbeat_interval_ms=self._node_ms(n, "broker.heartbeat.interval.ms",
+                                                BROKER_HEARTBEAT_INTERVAL_MS),
+            session_timeout_ms=self._session_timeout_ms(n))
+        if broker_epoch >= 0:
+            lifecycle.resend_broker_registration()
+        return lifecycle
+
+    def _bootstrap_broker_record(self, lifecycle: BrokerLifecycleManager):
+        """The RegisterBrokerRecord of a broker registered in the initial log (BR-5): its
+        incarnation, its epoch (the record's offset, BR-3), unfenced."""
+        mv = self.config.metadata_version
+        request = lifecycle.registration_request()
+        data = {"BrokerId": lifecycle.node_id, "IsMigratingZkBroker": False,
+                "IncarnationId": lifecycle.incarnation_id, "BrokerEpoch": lifecycle.broker_epoch,
+                "EndPoints": request["Listeners"], "Features": request["Features"], "Rack": None,
+                "Fenced": False, "InControlledShutdown": False}
+        if mv >= MV_3_7_IV2:
+            data["LogDirs"] = list(lifecycle.log_dirs)
+        return register_broker_record(data, register_broker_record_version(mv))
