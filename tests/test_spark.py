@@ -34,7 +34,8 @@ from properties.kafka_spec import KafkaSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the largest tiny configurations (13,832-36,447 states): their correct design is slow-tier
-SLOW_TINY = ("kraft-registration", "kraft-listeners", "kraft-misconfigured")
+SLOW_TINY = ("kraft-registration", "kraft-listeners", "kraft-misconfigured",
+             "kraft-broker-registration")
 
 
 def _summary(r) -> tuple:
