@@ -207,9 +207,7 @@ class BrokerLifecycleManager:
         if code != NONE:
             self._after_failure(code, now_ms)
             return
-        self.failed_attempts = 0
-        self.backoff_ms = self.retry_at_ms = None
-        self.last_error = None
+        self._after_success()
         self.broker_epoch = body.get("BrokerEpoch", -1)
         self.registered = True
         self.last_heartbeat_ms = None       # scheduleNextCommunicationImmediately
@@ -226,9 +224,7 @@ class BrokerLifecycleManager:
         if code != NONE:
             self._after_failure(code, now_ms)
             return
-        self.failed_attempts = 0
-        self.backoff_ms = self.retry_at_ms = None
-        self.last_error = None
+        self._after_success()
         self.is_fenced = bool(body.get("IsFenced", True))
         self.is_caught_up = bool(body.get("IsCaughtUp", False))
         if self.state == STARTING:
@@ -245,6 +241,12 @@ class BrokerLifecycleManager:
         allows."""
         self._clear_in_flight()
         self._after_failure(None, now_ms)
+
+    def _after_success(self) -> None:
+        """A successful answer resets the failure count (``failedAttempts = 0``, BL-5, BL-10)."""
+        self.failed_attempts = 0
+        self.backoff_ms = self.retry_at_ms = None
+        self.last_error = None
 
     def _after_failure(self, code: int | None, now_ms: int | None) -> None:
         """``scheduleNextCommunicationAfterFailure`` (BL-6): the delay from ``failed_attempts``
