@@ -979,7 +979,8 @@ def controller_fences_stale_broker(s: State, cfg: ModelConfig, d: Design,
         return None
     record = BrokerRegistrationChangeRecord(BROKER_REGISTRATION_CHANGE, b,
                                             cur.record.broker_epoch, q.epoch, q.leader,
-                                            fenced=FENCED)
+                                            fenced=FENCED,
+                                            silence=min(s.now - contact, cfg.session_timeout + 1))
     s = _set_hb_contact(s, b, NO_TIME)
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, ()),)))
 

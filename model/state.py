@@ -327,7 +327,10 @@ class BrokerRegistrationChangeRecord(NamedTuple):
     via_envelope: bool = False
     sender_cluster_action: bool = True
     fenced: int = 0                     # FENCED, UNFENCED or 0 (no change)
-    reserved8: int = 0
+    # ghost (no action reads it; P10 does): a fence's ticks since the active controller last
+    # heard from the broker, as its heartbeat manager recorded it, counted up to
+    # session_timeout + 1 (beyond, every value says the same: expired); 0 for an unfence
+    silence: int = 0
 
 
 # a metadata-log record, whichever its kind; ``record(t)`` rebuilds one from its tuple

@@ -624,6 +624,17 @@ def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bo
     return True
 
 
+def broker_fenced_only_after_session_expired(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every fence of a broker, committed or appended, came after its session expired: the
+    active controller had not heard from it for more than the session timeout.
+
+    BH-9: the fence timer fences the least recently contacted unfenced broker only if it has
+    no valid session (strictly more than the session timeout since its last contact); BH-1
+    (broker.session.timeout.ms); KAFKA-15019 is what fencing a live broker costs."""
+    return all(rec.silence > cfg.session_timeout for rec in _appended_records(s.quorum)
+               if rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced == FENCED)
+
+
 def _committed_registration(log, b: int):
     # a restatement of model.actions.broker_registration on purpose (see
     # _latest_registration): (record, fenced) of broker b's registration in ``log``, or None
@@ -747,12 +758,14 @@ PROPERTIES = (
                      controller_describe_requires_alter))),
     Property("P10", "broker-epochs",
              "a broker's epoch changes exactly when its incarnation does; a live broker holding "
-             "its current registration is never told its epoch is stale and, once the cluster "
-             "has settled, is not left fenced",
+             "its current registration is never told its epoch is stale, is fenced only after its "
+             "session expired and, once the cluster has settled, is not left fenced",
              "KAFKA-16952; BR-3, BR-5, BH-4, BH-7, BH-9, BL-11",
              (Clause("broker-epoch-changes-with-incarnation", ALWAYS,
                      broker_epoch_changes_with_incarnation),
               Clause("current-broker-never-told-stale", ALWAYS, current_broker_never_told_stale),
+              Clause("broker-fenced-only-after-session-expired", ALWAYS,
+                     broker_fenced_only_after_session_expired),
               Clause("registered-broker-unfenced-when-settled", QUIESCENT,
                      registered_broker_unfenced_when_settled))),
     Property("L1", "every-request-answered",
@@ -813,6 +826,7 @@ RELEVANT_FIELDS = {
     "every-request-answered": ("client-responses", "controller-channels", "network"),
     "broker-epoch-changes-with-incarnation": ("broker-registrations", "metadata-log"),
     "current-broker-never-told-stale": ("broker-registrations", "broker-lifecycles", "network"),
+    "broker-fenced-only-after-session-expired": ("broker-registrations", "metadata-log", "clock"),
     "registered-broker-unfenced-when-settled": ("broker-registrations", "broker-lifecycles",
                                                 "metadata-log"),
 }

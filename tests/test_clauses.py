@@ -119,6 +119,10 @@ ONLY_CATCHER_MUTANT = {
         "REGISTRATION_RESPONSE and m.dst == n and (m.incarnation_id == item.incarnation_id)) => "
         "m.kind == REGISTRATION_RESPONSE and m.dst == n and (m.incarnation_id == "
         "item.incarnation_id)"),
+    # the fence timer fires when the session timeout is reached, not once it has passed (BH-9)
+    "broker-fenced-only-after-session-expired": (
+        "kraft-broker-registration", "controller_fences_stale_broker: boundary: s.now <= "
+        "contact + cfg.session_timeout => s.now < contact + cfg.session_timeout"),
 }
 
 
