@@ -202,12 +202,8 @@ class BrokerLifecycleManager:
         immediate; any error (NOT_CONTROLLER, DUPLICATE_BROKER_REGISTRATION,
         CLUSTER_AUTHORIZATION_FAILED, ...) leaves it unregistered, to retry with the same
         incarnation after the backoff (BL-6, information only here)."""
-        self._clear_in_flight()
-        code = self._code(error_code, body)
-        if code != NONE:
-            self._after_failure(code, now_ms)
+        if not self._answered(error_code, body, now_ms):
             return
-        self._after_success()
         self.broker_epoch = body.get("BrokerEpoch", -1)
         self.registered = True
         self.last_heartbeat_ms = None       # scheduleNextCommunicationImmediately
@@ -219,12 +215,8 @@ class BrokerLifecycleManager:
         incarnation and ``registered`` stay, so the next heartbeat carries the same epoch.
         Success records IsFenced / IsCaughtUp and moves STARTING -> RECOVERY once caught up,
         RECOVERY -> RUNNING once unfenced; RUNNING ignores IsFenced."""
-        self._clear_in_flight()
-        code = self._code(error_code, body)
-        if code != NONE:
-            self._after_failure(code, now_ms)
+        if not self._answered(error_code, body, now_ms):
             return
-        self._after_success()
         self.is_fenced = bool(body.get("IsFenced", True))
         self.is_caught_up = bool(body.get("IsCaughtUp", False))
         if self.state == STARTING:
@@ -242,11 +234,19 @@ class BrokerLifecycleManager:
         self._clear_in_flight()
         self._after_failure(None, now_ms)
 
-    def _after_success(self) -> None:
-        """A successful answer resets the failure count (``failedAttempts = 0``, BL-5, BL-10)."""
+    def _answered(self, error_code: int, body: Mapping | None, now_ms: int | None) -> bool:
+        """What every answer does first: clear the in-flight flag; a failure backs off (BL-6),
+        a success resets the failure count (``failedAttempts = 0``, BL-5, BL-10).  True on
+        success."""
+        self._clear_in_flight()
+        code = self._code(error_code, body)
+        if code != NONE:
+            self._after_failure(code, now_ms)
+            return False
         self.failed_attempts = 0
         self.backoff_ms = self.retry_at_ms = None
         self.last_error = None
+        return True
 
     def _after_failure(self, code: int | None, now_ms: int | None) -> None:
         """``scheduleNextCommunicationAfterFailure`` (BL-6): the delay from ``failed_attempts``

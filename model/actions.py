@@ -179,11 +179,14 @@ def time_pending(s: State, cfg: ModelConfig, d: Design) -> bool:
 
 
 def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int,
-                inner_err: int, rec: Record | None = None) -> State:
+                inner_err: int, rec: Record | None = None, is_fenced: bool = True) -> State:
     """Answer a request: to a client directly, or as an EnvelopeResponse / registration /
-    heartbeat response message (``rec``: the record whose commit answers it).  A reply to a
-    dead node is lost with its connection, and so is one whose connection closed before
-    (``()``: nobody waits)."""
+    heartbeat response message (``rec``: the record whose commit answers it; ``is_fenced``:
+    a heartbeat answered at once says whether its broker is fenced).  A reply to a dead node
+    is lost with its connection, and so is one whose connection closed before (``()``: nobody
+    waits)."""
+    if rec is not None and rec.kind == BROKER_REGISTRATION_CHANGE:
+        is_fenced = rec.fenced == FENCED        # the heartbeat whose unfence just committed
     if not reply:
         return s
     if reply.how == REPLY_CLIENT:
@@ -209,7 +212,7 @@ def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int
         # BH-2: an error leaves IsFenced at its default, true; a heartbeat that unfenced the
         # broker is answered when its BrokerRegistrationChangeRecord commits
         error = env_err or inner_err
-        fenced = 1 if error != kafka.NONE or rec is None or rec.fenced == FENCED else 0
+        fenced = 1 if error != kafka.NONE or is_fenced else 0
         held = broker_registration(_leader_view(s.quorum), reply.to) \
             if s.quorum.leader == src else None
         msg = BrokerHeartbeatResponse(BROKER_HEARTBEAT_RESPONSE, src, reply.to, reply.listener,
@@ -943,8 +946,7 @@ def controller_handles_broker_heartbeat(s: State, cfg: ModelConfig, d: Design,
                                                 cur.record.broker_epoch, q.epoch, r,
                                                 fenced=UNFENCED)
         return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
-    return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE,
-                       cur.record._replace(fenced=FENCED if cur.fenced else 0))
+    return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE, is_fenced=cur.fenced)
 
 
 def broker_handles_lifecycle_response(s: State, cfg: ModelConfig, d: Design,
