@@ -51,7 +51,8 @@ from typing import Any
 
 from impl.context import RequestContext
 from impl.kraft import (METADATA_VERSION, MINIMUM_KRAFT_VERSION, ClusterAuthorizer,
-                        ControllerReply, LogEntry, MetadataRecord, PendingWrite, RaftQuorum)
+                        ControllerReply, LogEntry, MetadataRecord, PendingWrite, RaftQuorum,
+                        unserializable_endpoint)
 from impl.protocol import ProtocolError, encode
 from impl.protocol.api_keys import BROKER_HEARTBEAT, BROKER_REGISTRATION
 from impl.protocol.errors import (BROKER_ID_NOT_REGISTERED, CLUSTER_AUTHORIZATION_FAILED,
@@ -59,7 +60,6 @@ from impl.protocol.errors import (BROKER_ID_NOT_REGISTERED, CLUSTER_AUTHORIZATIO
                                   INVALID_REGISTRATION, NONE, NOT_CONTROLLER, STALE_BROKER_EPOCH,
                                   UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION)
 from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
-from impl.registration import _unserializable
 
 BROKER_SESSION_TIMEOUT_MS = 9000        # broker.session.timeout.ms (BH-1)
 
@@ -416,12 +416,14 @@ class ClusterControlManager:
         - BR-4.5: a migrating ZK broker -> BROKER_ID_NOT_REGISTERED (102) (no migration here);
         - BR-4.7: from metadata.version 3.7-IV2, empty, reserved, duplicate or foreign LogDirs
           -> INVALID_REGISTRATION (119);
-        - BR-4.8: an unknown security protocol or unserializable endpoint -> -1;
+        - BR-4.8: an unknown security protocol or unserializable endpoint (port 0, a null or
+          blank host: a listener the broker did not resolve, EP-4) -> -1;
         - BR-4.9: a finalized feature level outside the broker's range -> UNSUPPORTED_VERSION
           (35); no metadata.version range counts as [1, 1], and a finalized feature the broker
           omits as [0, 0].
 
-        Then one RegisterBrokerRecord (BR-5).  A new incarnation gets BrokerEpoch = the next
+        Then one RegisterBrokerRecord (BR-5), its EndPoints the request's Listeners (in
+        order, one per name).  A new incarnation gets BrokerEpoch = the next
         write offset (BR-3) and Fenced = true, and the old incarnation's session is dropped
         (T-9: only now, after every check).  The same incarnation keeps the epoch, Fenced and
         InControlledShutdown of the registration (3.9); ``bump_same_incarnation`` gives it a new
@@ -506,7 +508,7 @@ class ClusterControlManager:
                                            "Port": listener["Port"],
                                            "SecurityProtocol": listener["SecurityProtocol"]}
         for endpoint in endpoints.values():
-            if _unserializable(endpoint["Port"], endpoint["Host"]) is not None:
+            if unserializable_endpoint(endpoint["Port"], endpoint["Host"]) is not None:
                 return None
         return list(endpoints.values())
 

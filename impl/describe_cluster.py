@@ -3,11 +3,15 @@
 - D-1 controllers (``ControllerApis.handleDescribeCluster``): metadata.version >= 3.7-IV0 else
   UNSUPPORTED_VERSION (35) "Direct-to-controller communication is not supported with the current
   MetadataVersion."; then ALTER (not DESCRIBE) on CLUSTER else CLUSTER_AUTHORIZATION_FAILED (31);
-  then D-3 with expected type CONTROLLER, the nodes being the controller registrations with an
-  endpoint named like the request's listener (R-21) and the controller id the Raft leader's.
+  then D-3 with expected type CONTROLLER, the nodes being the controller registrations this
+  controller has replayed -- the last one of each controller (R-18) -- with an endpoint named
+  like the request's listener, at the host and port that registration carries (R-21), and the
+  controller id the Raft leader's.
 - D-2 brokers (``KafkaApis.handleDescribeCluster``): no metadata.version gate, no ALTER check;
   expected type BROKER; the alive brokers with an endpoint on the request's listener (L-27, rack
-  included); controller id: ZK the real controller, KRaft a random alive broker id.
+  included); controller id: ZK the real controller, KRaft a random alive broker id.  On a KRaft
+  broker whose brokers register, the alive brokers are the registrations it has replayed that
+  are not fenced, at the endpoints their records carry (``kraft_alive_brokers``).
 - D-3 (``AuthHelper.computeDescribeClusterResponse``): endpoint type UNKNOWN is
   UNSUPPORTED_ENDPOINT_TYPE (115) at v1 / INVALID_REQUEST (42) at v0; a type other than the
   expected one is MISMATCHED_ENDPOINT_TYPE (114) at v1 / INVALID_REQUEST at v0; these error
@@ -72,6 +76,25 @@ class BrokerRegistration:
     endpoints: Mapping[str, tuple]          # listener name -> (host, port)
     rack: str | None = None
     alive: bool = True                      # KRaft: registered and unfenced; ZK: in /brokers/ids
+
+
+def kraft_alive_brokers(brokers: Mapping[int, Mapping], include_fenced: bool = False
+                        ) -> list[BrokerRegistration]:
+    """L-27 on a KRaft broker whose brokers register (``KRaftMetadataCache.getAliveBrokerNodes``
+    over the image this broker has replayed): every registered broker that is not fenced --
+    ``filterNot(_.fenced())``, the fenced state as the BrokerRegistrationChangeRecords left it
+    (BR-12) -- with the endpoints and rack of its latest RegisterBrokerRecord (BR-10).
+    ``brokers`` is the image's broker id -> RegisterBrokerRecord data; ``include_fenced`` lists
+    the fenced ones too (a design variant, not Kafka)."""
+    out = []
+    for broker_id in sorted(brokers):
+        data = brokers[broker_id]
+        fenced = bool(data.get("Fenced", True))
+        if fenced and not include_fenced:
+            continue
+        endpoints = {e["Name"]: (e["Host"], e["Port"]) for e in data.get("EndPoints", ())}
+        out.append(BrokerRegistration(broker_id, endpoints, data.get("Rack")))
+    return out
 
 
 def error_response(code: int, message: str | None) -> dict:

@@ -19,8 +19,9 @@ Records are ``MetadataRecord``: the record type's name as in Kafka's metadata sc
 (``FeatureLevelRecord``, ``RegisterControllerRecord``, ``TopicRecord``, ``ConfigRecord``,
 ``AccessControlEntryRecord``) and its fields keyed by the schemas' names.  A
 RegisterControllerRecord is encoded with ``impl.protocol``'s copy of Kafka's schema when it is
-generated, so a value Kafka could not serialize (a port outside uint16, a null host) fails the
-registration the way Kafka's does (R-14, R-5).
+generated, and its endpoints checked as ``ListenerInfo`` checks them, so a value Kafka could not
+serialize (port 0 or outside uint16, a null or blank host) fails the registration the way Kafka's
+does (R-14, R-5, EP-4).
 
 The steps mirror ``model/actions.py`` one to one: ``QuorumController.controller_accepts_mutation``
 (its KRaft branch), ``controller_handles_registration``, ``controller_commits_records``,
@@ -116,13 +117,38 @@ def feature_level_record(feature: str, level: int) -> MetadataRecord:
     return MetadataRecord("FeatureLevelRecord", {"Name": feature, "FeatureLevel": level})
 
 
+_JAVA_BLANK = "".join(map(chr, range(33)))          # what String.trim() removes
+
+
+def unserializable_endpoint(port: int, host: str | None) -> str | None:
+    """``ListenerInfo.checkPortIsSerializable`` then ``checkHostIsSerializable`` (metadata
+    module, apache/kafka 3.7-3.9 and trunk; R-5, EP-4): Kafka's message for an endpoint a
+    registration cannot carry -- port 0, out of range, a null or blank host --, None if it
+    can."""
+    if port == 0:
+        return "Cannot serialize ephemeral port 0 in ListenerInfo."
+    if port < 0:
+        return f"Cannot serialize negative port number {port} in ListenerInfo."
+    if port > 65535:
+        return f"Cannot serialize invalid port number {port} in ListenerInfo."
+    if host is None:
+        return "Cannot serialize null host in ListenerInfo."
+    if not host.strip(_JAVA_BLANK):
+        return "Cannot serialize empty host in ListenerInfo."
+    return None
+
+
 def register_controller_record(request: Mapping[str, Any],
-                               copy_zk_migration_ready: bool = False) -> MetadataRecord:
+                               copy_zk_migration_ready: bool = False,
+                               check_endpoints: bool = True) -> MetadataRecord:
     """R-14: ``ClusterControlManager.registerController`` copies ControllerId, IncarnationId,
     the listeners as EndPoints (a map keyed by name: a repeated name keeps its first position
     and the last value, R-15) and the features; ZkMigrationReady is copied in 3.7-3.9 and
     ``false`` on trunk.  An unknown security protocol id or an endpoint Kafka cannot serialize
-    is a RuntimeException, i.e. UNKNOWN_SERVER_ERROR (raised here as ``ProtocolError(-1)``)."""
+    (``ListenerInfo.toControllerRegistrationRecord``: port 0 or out of range, a null or blank
+    host, EP-4) is a RuntimeException, i.e. UNKNOWN_SERVER_ERROR (raised here as
+    ``ProtocolError(-1)``).  ``check_endpoints`` False copies the endpoints as they come, as
+    Kafka did before KAFKA-15458 (the registers-unresolved-endpoints design)."""
     endpoints: dict[str, dict] = {}
     for listener in request.get("Listeners", ()):
         if listener["SecurityProtocol"] not in SECURITY_PROTOCOL_IDS.values():
@@ -131,6 +157,11 @@ def register_controller_record(request: Mapping[str, Any],
         endpoints[listener["Name"]] = {"Name": listener["Name"], "Host": listener["Host"],
                                        "Port": listener["Port"],
                                        "SecurityProtocol": listener["SecurityProtocol"]}
+    if check_endpoints:
+        for endpoint in endpoints.values():
+            problem = unserializable_endpoint(endpoint["Port"], endpoint["Host"])
+            if problem is not None:
+                raise ProtocolError(UNKNOWN_SERVER_ERROR, problem)
     features: dict[str, dict] = {}
     for feature in request.get("Features", ()):
         features[feature["Name"]] = dict(feature)
@@ -462,12 +493,16 @@ class QuorumController:
     """One KRaft controller process (``QuorumController`` + ``ControllerApis``)."""
 
     def __init__(self, node_id: int, quorum: RaftQuorum, authorizer: ClusterAuthorizer,
-                 rng: random.Random, copy_zk_migration_ready: bool = False):
+                 rng: random.Random, copy_zk_migration_ready: bool = False,
+                 check_controller_endpoints: bool = True):
         self.node_id = node_id
         self.quorum = quorum
         self.authorizer = authorizer
         self.rng = rng
         self.copy_zk_migration_ready = copy_zk_migration_ready
+        # False: a controller's endpoints are copied into its RegisterControllerRecord
+        # unchecked, as before KAFKA-15458 (R-14; the registers-unresolved-endpoints design)
+        self.check_controller_endpoints = check_controller_endpoints
 
     @property
     def is_active(self) -> bool:
@@ -510,9 +545,11 @@ class QuorumController:
         - R-12: CLUSTER_ACTION on CLUSTER, else CLUSTER_AUTHORIZATION_FAILED (31);
         - R-13: the active controller, else NOT_CONTROLLER (41);
         - R-14: metadata.version >= 3.7-IV0, else UNSUPPORTED_VERSION (35); an unknown security
-          protocol or unserializable endpoint is UNKNOWN_SERVER_ERROR (-1);
-        - then exactly one RegisterControllerRecord, no incarnation or voter check (R-15),
-          answered after the commit (R-17).  Error messages are the codes' defaults (R-16)."""
+          protocol or unserializable endpoint (port 0, a blank host: EP-4) is
+          UNKNOWN_SERVER_ERROR (-1);
+        - then exactly one RegisterControllerRecord carrying the request's Listeners as its
+          EndPoints, no incarnation or voter check (R-15), answered after the commit (R-17).
+          Error messages are the codes' defaults (R-16)."""
         def error(code: int) -> ControllerReply:
             return ControllerReply(waiter, self.node_id, CONTROLLER_REGISTRATION, code,
                                    mutation_response(CONTROLLER_REGISTRATION, body, code))
@@ -523,7 +560,8 @@ class QuorumController:
         if self._write_metadata_version() < MV_3_7_IV0:
             return error(UNSUPPORTED_VERSION)
         try:
-            record = register_controller_record(body, self.copy_zk_migration_ready)
+            record = register_controller_record(body, self.copy_zk_migration_ready,
+                                                self.check_controller_endpoints)
         except ProtocolError:
             return error(UNKNOWN_SERVER_ERROR)
         self.quorum.append(self.node_id, (record,), waiter=waiter,

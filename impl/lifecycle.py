@@ -5,6 +5,10 @@ part the control-plane protocol depends on, sans I/O:
 
 - one manager per process start, with a fresh ``incarnation_id`` drawn from the seeded
   ``random.Random`` (BL-1); ``broker_epoch`` is -1 until a registration succeeds;
+- its Listeners are the broker's advertised listeners as this process run resolved them at
+  start-up (``broker_listener_info``: the inter-broker listener first, a blank host the
+  canonical host name, port 0 the port the run bound: EP-1, EP-3..EP-5), so each run of a
+  broker with an ephemeral port registers its own endpoint;
 - ``registered`` False means the next communication is a BrokerRegistrationRequest (BL-4), True
   a BrokerHeartbeatRequest (BL-9); only one request is in flight at a time
   (``communication_in_flight``, BL-9);
@@ -33,7 +37,9 @@ from collections.abc import Iterable, Mapping
 from impl.kraft import LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VERSION
 from impl.protocol.api_keys import BROKER_HEARTBEAT, BROKER_REGISTRATION
 from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
-from impl.registration import ExponentialBackoff, random_incarnation_id
+from impl.config import Endpoint
+from impl.registration import (ExponentialBackoff, configured_listener_info, listener_info,
+                               random_incarnation_id)
 
 # KRaftConfigs defaults (BH-1)
 BROKER_HEARTBEAT_INTERVAL_MS = 2000
@@ -51,6 +57,24 @@ def lifecycle_backoff(rng: random.Random,
     """``resendExponentialBackoff`` of BrokerLifecycleManager (BL-6): capped at the session
     timeout, so failures alone can outlast the broker's session."""
     return ExponentialBackoff(100, 2, session_timeout_ms, 0.02, rng)
+
+
+def broker_listener_info(endpoints: Iterable[Endpoint], inter_broker_listener_name: str | None,
+                         local_host: str | None = None,
+                         bound_ports: Mapping[str, int] | None = None, *,
+                         resolve: bool = True) -> tuple[dict, ...]:
+    """The BrokerRegistrationRequest's Listeners (EP-1, BL-2): ``ListenerInfo.create(
+    Some(inter.broker.listener.name), effectiveAdvertisedListeners)`` -- the inter-broker
+    listener first, then the others in their order -- then a blank host resolved to the
+    canonical host name and port 0 to the port this process run bound (``listener_info``).
+    Computed once, when the broker starts.  ``resolve`` False: as configured (EP-6, the
+    registers-unresolved-endpoints design)."""
+    endpoints = list(endpoints)
+    first = [e for e in endpoints if e.listener_name == inter_broker_listener_name][:1]
+    ordered = first + [e for e in endpoints if e not in first]
+    if not resolve:
+        return configured_listener_info(ordered)
+    return listener_info(ordered, local_host, bound_ports)
 
 
 def _is_reserved_directory(value: uuid.UUID) -> bool:

@@ -4,7 +4,11 @@ Kafka's ``core/src/main/scala/kafka/server/ControllerRegistrationManager.scala``
 R-11 of docs/rules.md, sans I/O:
 
 - one manager per process start, with a fresh ``incarnation_id`` (a random UUID, drawn here from
-  the seeded ``random.Random`` the simulator passes in) (R-10);
+  the seeded ``random.Random`` the simulator passes in) (R-10), and the Listeners that process
+  run resolved at start-up (``listener_info``: a blank host -> the canonical host name, port 0
+  -> the port the run bound, EP-1..EP-5), so a controller with an ephemeral port registers a
+  new endpoint each run; ``configured_listener_info`` is the listeners as configured, what a
+  controller registered before KAFKA-15458 (EP-6);
 - state: ``pending_rpc``, ``successful_rpcs``, ``failed_rpcs``, ``metadata_version`` (starts at
   MINIMUM_KRAFT_VERSION), ``registered_in_log``, the channel (R-2, R-3);
 - the ``maybeSendControllerRegistration`` event (``controller_sends_registration``) sends only if
@@ -34,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from impl.config import Endpoint
 from impl.context import ChannelRequest
 from impl.kraft import (LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VERSION, MV_3_7_IV0,
-                        MetadataDelta, MetadataImage)
+                        MetadataDelta, MetadataImage, unserializable_endpoint)
 from impl.protocol.api_keys import CONTROLLER_REGISTRATION
 from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
 from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
@@ -116,21 +120,8 @@ def registration_backoff(rng: random.Random) -> ExponentialBackoff:
     return ExponentialBackoff(100, 2, 120000, 0.02, rng)
 
 
-def _unserializable(port: int, host: str | None) -> str | None:
-    """``ListenerInfo.checkPortIsSerializable`` then ``checkHostIsSerializable`` (metadata
-    module, apache/kafka 3.7-3.9 and trunk): Kafka's message for an endpoint a registration
-    cannot carry, None if it can."""
-    if port == 0:
-        return "Cannot serialize ephemeral port 0 in ListenerInfo."
-    if port < 0:
-        return f"Cannot serialize negative port number {port} in ListenerInfo."
-    if port > 65535:
-        return f"Cannot serialize invalid port number {port} in ListenerInfo."
-    if host is None:
-        return "Cannot serialize null host in ListenerInfo."
-    if not host.strip(_JAVA_BLANK):
-        return "Cannot serialize empty host in ListenerInfo."
-    return None
+# ``ListenerInfo.checkPortIsSerializable`` then ``checkHostIsSerializable`` (R-5, EP-4)
+_unserializable = unserializable_endpoint
 
 
 class ControllerChannel(Protocol):
@@ -141,10 +132,12 @@ class ControllerChannel(Protocol):
 
 def listener_info(endpoints: Iterable[Endpoint], local_host: str | None = None,
                   bound_ports: Mapping[str, int] | None = None) -> tuple[dict, ...]:
-    """``ListenerInfo`` of the controller listeners (``effectiveAdvertisedControllerListeners``):
-    a wildcard host -- null or blank, ``withWildcardHostnamesResolved``; an explicit
-    ``0.0.0.0`` or ``::`` is kept as written -- becomes the local canonical host name, and port
-    0 the bound port (``withEphemeralPortsCorrected``; ControllerServer L167-171)."""
+    """``ListenerInfo`` of advertised endpoints as a process run registers them (EP-1): a
+    wildcard host -- null or blank, ``withWildcardHostnamesResolved``; an explicit ``0.0.0.0``
+    or ``::`` is kept as written -- becomes the local canonical host name (EP-3), and port 0
+    the port this run bound for the listener of that name (``withEphemeralPortsCorrected``,
+    ``SocketServer.boundPort``: EP-4, EP-5; ControllerServer L167-171, BrokerServer
+    L257-260).  A non-zero port is kept as configured.  Computed once, at start-up."""
     out = []
     for e in endpoints:
         host = e.host if e.host is not None and e.host.strip(_JAVA_BLANK) else local_host
@@ -152,6 +145,16 @@ def listener_info(endpoints: Iterable[Endpoint], local_host: str | None = None,
         out.append({"Name": e.listener_name, "Host": host, "Port": port,
                     "SecurityProtocol": SECURITY_PROTOCOL_IDS[e.security_protocol]})
     return tuple(out)
+
+
+def configured_listener_info(endpoints: Iterable[Endpoint]) -> tuple[dict, ...]:
+    """The advertised endpoints as configured, unresolved: a blank host stays blank (the
+    empty string, which the wire can carry where Java's null could not: the
+    NullPointerException of KAFKA-15458) and port 0 stays 0.  What a node registered before
+    KAFKA-15458 (EP-6; the registers-unresolved-endpoints design)."""
+    return tuple({"Name": e.listener_name, "Host": e.host or "", "Port": e.port,
+                  "SecurityProtocol": SECURITY_PROTOCOL_IDS[e.security_protocol]}
+                 for e in endpoints)
 
 
 class ControllerRegistrationManager:
@@ -166,13 +169,16 @@ class ControllerRegistrationManager:
     only counts (the model's ``registration-no-recheck-after-success`` finding; in
     ``impl.cluster`` the bug of that name).  ``pending_stuck_on_timeout`` reproduces KAFKA-20247
     (``onTimeout`` without clearing ``pendingRpc``, as at those revisions too); ``trusts_response``
-    the seeded flaw registration-trusts-response."""
+    the seeded flaw registration-trusts-response; ``registers_unresolved_endpoints`` sends the
+    listeners it is given without R-5's serialization check, as the manager did before
+    KAFKA-15458 (it built them from the configuration: EP-6)."""
 
     def __init__(self, node_id: int, rng: random.Random, listeners: Iterable[Mapping],
                  supported_features: Mapping[str, tuple[int, int]] | None = None,
                  zk_migration_ready: bool = False, *,
                  kafka_drops_check_while_pending: bool = False,
-                 pending_stuck_on_timeout: bool = False, trusts_response: bool = False):
+                 pending_stuck_on_timeout: bool = False, trusts_response: bool = False,
+                 registers_unresolved_endpoints: bool = False):
         self.node_id = node_id
         self.rng = rng
         self.incarnation_id = random_incarnation_id(rng)            # R-10: per process start
@@ -185,6 +191,7 @@ class ControllerRegistrationManager:
         self.kafka_drops_check_while_pending = kafka_drops_check_while_pending
         self.pending_stuck_on_timeout = pending_stuck_on_timeout
         self.trusts_response = trusts_response
+        self.registers_unresolved_endpoints = registers_unresolved_endpoints
         # ControllerRegistrationManager state (R-3)
         self.pending_rpc = False
         self.successful_rpcs = 0
@@ -269,8 +276,9 @@ class ControllerRegistrationManager:
     def _send_controller_registration(self, now_ms: int) -> bool:
         # R-5: ListenerInfo.toControllerRegistrationRequest checks each listener in order, the
         # port (checkPortIsSerializable) before the host (checkHostIsSerializable); the
-        # RuntimeException ends the event and nothing is sent.
-        for listener in self.listeners:
+        # RuntimeException ends the event and nothing is sent.  Before KAFKA-15458 nothing was
+        # checked.
+        for listener in () if self.registers_unresolved_endpoints else self.listeners:
             problem = _unserializable(listener.get("Port"), listener.get("Host"))
             if problem is not None:
                 self.last_error = problem

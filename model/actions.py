@@ -23,7 +23,8 @@ from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_BROKER,
                          REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_BROKER_REGISTRATION, REPLY_CLIENT,
-                         REPLY_ENVELOPE, REPLY_HEARTBEAT, REPLY_REGISTRATION, UNFENCED,
+                         REPLY_ENVELOPE, REPLY_HEARTBEAT, REPLY_REGISTRATION,
+                         STATIC_ENDPOINTS, UNFENCED, UNRESOLVED_ENDPOINTS,
                          BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                          BrokerRegistrationChangeRecord, BrokerRegistrationRequest,
                          BrokerRegistrationResponse, Channel, ControllerRegistrationRequest,
@@ -82,6 +83,26 @@ def metadata_version(s: State, n: int | None = None) -> int:
         if rec.kind == FEATURE_LEVEL:
             level = rec.level
     return level
+
+
+def advertised_endpoints(cfg: ModelConfig, d: Design, n: int, incarnation: int) -> int:
+    """The endpoints process run ``incarnation`` of node ``n`` puts in its registration
+    requests: its advertised listeners with a blank host resolved to the canonical host name and
+    port 0 to the port this run bound (``ListenerInfo.withWildcardHostnamesResolved``,
+    ``withEphemeralPortsCorrected``: EP-1..EP-5), computed once at start-up.  The variant sends
+    them as configured (KAFKA-15458)."""
+    if d.registers_unresolved_endpoints and cfg.endpoints_need_resolving(n):
+        return UNRESOLVED_ENDPOINTS
+    return incarnation if cfg.endpoints_per_run(n) else STATIC_ENDPOINTS
+
+
+def listener_endpoint(lst, endpoints: int) -> int:
+    """The endpoints token of one listener of a registration that carries ``endpoints``: a
+    listener configured in full is the same in every process run (STATIC_ENDPOINTS); only
+    port 0 depends on the run, and only a blank host or port 0 can be left unresolved."""
+    if endpoints == UNRESOLVED_ENDPOINTS:
+        return UNRESOLVED_ENDPOINTS if lst.needs_resolving else STATIC_ENDPOINTS
+    return endpoints if lst.port == 0 else STATIC_ENDPOINTS
 
 
 def item_timeout(cfg: ModelConfig, d: Design, item: Item) -> int | None:
@@ -384,20 +405,35 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
     if spec.endpoint_type != expected:
         return _respond(s, c, Response(kafka.MISMATCHED_ENDPOINT_TYPE))               # D-3.2
     name = cfg.listener_names[listener]
+    replayed = s.quorum.log[:s.nodes[n].replayed]
     if is_controller and d.describe_controllers_from_voters:
-        candidates = list(cfg.controllers())        # the static controller.quorum.voters
+        # the static controller.quorum.voters: host and port as configured
+        candidates = [(x, STATIC_ENDPOINTS) for x in cfg.controllers()]
     elif is_controller:
-        # R-21: registrations in the log this controller has replayed.
-        candidates = sorted({rec.controller_id for rec in s.quorum.log[:s.nodes[n].replayed]
-                             if rec.kind == REGISTER_CONTROLLER})
+        # R-21: the registrations in the log this controller has replayed, the last one of
+        # each controller (R-18), with the endpoints it carries.
+        latest = {}
+        for rec in replayed:
+            if rec.kind == REGISTER_CONTROLLER:
+                latest[rec.controller_id] = rec.endpoints
+        candidates = sorted(latest.items())
+    elif cfg.broker_registration:
+        # L-27: KRaftMetadataCache.getAliveBrokerNodes: the registered brokers in the image
+        # this broker has replayed that are not fenced.
+        candidates = []
+        for b in cfg.brokers():
+            reg = broker_registration(replayed, b)
+            if reg is not None and (not reg.fenced or d.describe_lists_fenced_brokers):
+                candidates.append((b, reg.record.endpoints))
     else:
-        # L-27: alive brokers.
-        candidates = [b for b in cfg.brokers() if s.nodes[b].alive]
+        # L-27: alive brokers; brokers that do not run their BrokerLifecycleManager stand
+        # registered from configuration, unfenced while they are up.
+        candidates = [(b, STATIC_ENDPOINTS) for b in cfg.brokers() if s.nodes[b].alive]
     endpoints = set()
-    for x in candidates:
+    for x, token in candidates:
         for lst in cfg.nodes[x].listeners:
             if lst.name == name or d.metadata_all_listeners:
-                endpoints.add((x, cfg.listener_index(lst.name)))
+                endpoints.add((x, cfg.listener_index(lst.name), listener_endpoint(lst, token)))
     return _respond(s, c, Response(kafka.NONE, endpoints=frozenset(endpoints)))
 
 
@@ -531,9 +567,10 @@ def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> Stat
                               principal_index(cfg, cfg.nodes[n].principal))
         versions = cfg.nodes[p].api_max          # learned from ApiVersions on connect (F-35)
     else:
-        msg = ControllerRegistrationRequest(REGISTRATION_REQUEST, n, p, listener, n,
-                                            item.incarnation_id, 0,
-                                            principal_index(cfg, cfg.nodes[n].principal))
+        msg = ControllerRegistrationRequest(
+            REGISTRATION_REQUEST, n, p, listener, n, item.incarnation_id,
+            advertised_endpoints(cfg, d, n, item.incarnation_id),
+            principal_index(cfg, cfg.nodes[n].principal))
         versions = node.ctrl_versions
     node = replace(node, channel=Channel(p, ch.queue[1:], item._replace(sent=s.now)),
                    ctrl_versions=versions)
@@ -729,6 +766,10 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
     if metadata_version(s) < kafka.MV_3_7_IV0:
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
+    if m.endpoints == UNRESOLVED_ENDPOINTS and not d.registers_unresolved_endpoints:
+        # R-14: ListenerInfo cannot serialize port 0 or a blank host (a RuntimeException, -1);
+        # before KAFKA-15458 the endpoints were copied as they came (the variant)
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
     # R-15: the record copies the IncarnationId the controller chose; the variant numbers a
     # re-registration of the registered incarnation anew, as if it were a broker epoch
     # (the active controller holds every record it appended, committed or not)
@@ -740,7 +781,7 @@ def controller_handles_registration(s: State, cfg: ModelConfig, d: Design, m: Ms
     # connection's principal, looked up afresh rather than taken from the check above
     sender_ca = cfg.allows(cfg.principal_names[m.sender_principal], kafka.CLUSTER_ACTION)
     record = RegisterControllerRecord(REGISTER_CONTROLLER, m.src, incarnation, q.epoch, r,
-                                      sender_cluster_action=sender_ca)
+                                      sender_cluster_action=sender_ca, endpoints=m.endpoints)
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
 
 
@@ -852,7 +893,8 @@ def broker_sends_registration(s: State, cfg: ModelConfig, d: Design, n: int) -> 
     if p == NO_NODE or len(s.network) >= cfg.max_in_flight:
         return None
     msg = BrokerRegistrationRequest(BROKER_REGISTRATION_REQUEST, n, p, target_listener(cfg, p),
-                                    n, node.incarnation, 0,
+                                    n, node.incarnation,
+                                    advertised_endpoints(cfg, d, n, node.incarnation),
                                     principal_index(cfg, cfg.nodes[n].principal))
     return replace(_set_node(s, n, replace(node, lifecycle_to=p)), network=s.network | {msg})
 
@@ -913,9 +955,13 @@ def controller_handles_broker_registration(s: State, cfg: ModelConfig, d: Design
             return _send_reply(s, cfg, r, reply, kafka.NONE,
                                kafka.DUPLICATE_BROKER_REGISTRATION)
         epoch, fenced = len(view), FENCED
+    if m.endpoints == UNRESOLVED_ENDPOINTS:
+        # BR-4.8: ListenerInfo refuses port 0 and a blank host (a RuntimeException, -1);
+        # since KAFKA-16952 the heartbeat manager is changed only after every check passed
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
     record = RegisterBrokerRecord(REGISTER_BROKER, b, m.incarnation_id, q.epoch, r,
                                   sender_cluster_action=sender_ca, broker_epoch=epoch,
-                                  fenced=fenced)
+                                  fenced=fenced, endpoints=m.endpoints)
     s = _set_hb_contact(s, b, s.now)           # heartbeatManager.register touches it (BR-5)
     return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((record, reply),)))
 

@@ -26,11 +26,24 @@ CLIENT_LISTENER, INTER_BROKER_LISTENER, CONTROLLER_LISTENER = "client", "inter_b
 MUTATION, DESCRIBE, FORGED_ENVELOPE = "mutation", "describe", "forged_envelope"
 
 
+# an advertised host left blank: the node resolves it to its canonical host name (EP-3)
+WILDCARD_HOST = ""
+
+
 @dataclass(frozen=True)
 class Listener:
     name: str                   # normalised (upper-case) listener name, e.g. "INTERNAL"
     protocol: str               # security protocol, e.g. "SASL_SSL"
     role: str                   # CLIENT_LISTENER | INTER_BROKER_LISTENER | CONTROLLER_LISTENER
+    # the advertised endpoint as configured: a blank host is resolved to the canonical host
+    # name and port 0 to the port the process bound (EP-1..EP-5), so with port 0 every
+    # process run of the node has its own endpoint
+    host: str = "localhost"
+    port: int = 9092
+
+    @property
+    def needs_resolving(self) -> bool:
+        return self.host == WILDCARD_HOST or self.port == 0
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,15 @@ class ModelConfig:
         names |= {c.claimed_principal for c in self.clients if c.claimed_principal}
         names |= {p for p, _ in self.acls}
         return tuple(sorted(names))
+
+    def endpoints_per_run(self, node: int) -> bool:
+        """The node advertises a listener with port 0: each process run binds its own port
+        (EP-5), so each run has its own endpoints."""
+        return any(lst.port == 0 for lst in self.nodes[node].listeners)
+
+    def endpoints_need_resolving(self, node: int) -> bool:
+        """Some advertised listener of the node has a blank host or port 0 (EP-3, EP-4)."""
+        return any(lst.needs_resolving for lst in self.nodes[node].listeners)
 
     def brokers(self) -> tuple:
         return tuple(i for i, n in enumerate(self.nodes) if n.role == BROKER)
@@ -217,6 +239,8 @@ class Design:
     registration_bumps_same_incarnation: bool = False
     broker_reregistration_bumps_epoch: bool = False
     heartbeat_checks_record_offset: bool = False
+    registers_unresolved_endpoints: bool = False
+    describe_lists_fenced_brokers: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -402,6 +426,20 @@ VARIANTS = {v.name: v for v in (
             "epoch is the record's offset only for a new incarnation; KAFKA-16952 keeps it on a "
             "re-registration)", ("P10",), ("heartbeat_checks_record_offset",),
             "kraft-broker-registration"),
+    Variant("registers-unresolved-endpoints",
+            "a node registers its advertised listeners as configured, a blank host and port 0 "
+            "unresolved, instead of resolving them first: the active controller copies a "
+            "controller's endpoints into its RegisterControllerRecord unchecked (R-14), and "
+            "controllers hand them to admin clients",
+            "KAFKA-15458 ('Fully resolve endpoint information before registering "
+            "controllers'); EP-1, EP-4, EP-6, R-5", ("P5",),
+            ("registers_unresolved_endpoints",), "kraft-controller-endpoints"),
+    Variant("describe-lists-fenced-brokers",
+            "a KRaft broker's DescribeCluster lists every registered broker on the listener, "
+            "fenced ones too",
+            "L-27: KRaftMetadataCache.getAliveBrokerNodes lists the registered brokers "
+            "filterNot(_.fenced()); KIP-103 (the brokers a client can use)", ("P5",),
+            ("describe_lists_fenced_brokers",), "kraft-broker-endpoints"),
 )}
 
 

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from model import kafka
 from model.config import (BROKER, CLIENT_LISTENER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE,
-                          FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT, MUTATION, ZK, ClientSpec,
-                          Listener, ModelConfig, NodeSpec)
+                          FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT, MUTATION, WILDCARD_HOST,
+                          ZK, ClientSpec, Listener, ModelConfig, NodeSpec)
 
 CLIENT = Listener("CLIENT", "SASL_SSL", CLIENT_LISTENER)
 INTERNAL = Listener("INTERNAL", "SSL", INTER_BROKER_LISTENER)
@@ -256,11 +256,49 @@ KRAFT_BROKER_REGISTRATION = ModelConfig(
                "duplicate-broker-registration-refused"),
 )
 
+# advertised as configured with a blank host and port 0: resolved and bound anew by each
+# process run (EP-1..EP-5)
+CONTROLLER_EPHEMERAL = Listener("CONTROLLER", "SSL", CONTROLLER_LISTENER, host=WILDCARD_HOST,
+                                port=0)
+CLIENT_EPHEMERAL = Listener("CLIENT", "SASL_SSL", CLIENT_LISTENER, host=WILDCARD_HOST, port=0)
+
+KRAFT_CONTROLLER_ENDPOINTS = ModelConfig(
+    name="kraft-controller-endpoints",
+    description="KIP-919 registrations carry endpoints: C1 leads and is registered; C2 "
+                "advertises CONTROLLER with a blank host and port 0, so each of its process "
+                "runs binds its own port and registers it; C2 may crash and restart; D1 asks "
+                "C1 for the controllers and may be told C2's old endpoint or its new one.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), NodeSpec("C2", CONTROLLER, (CONTROLLER_EPHEMERAL,), "broker")),
+    clients=(_describe("D1", 0, kafka.ENDPOINT_CONTROLLER, "CONTROLLER"),), acls=ACLS,
+    registration=True, initial_controller=0, initially_registered=(0,),
+    max_crashes=1, max_restarts=1, registration_timeout=1, max_time=1,
+    witnesses=("describe-lists-registered-controller-late", "describe-lists-stale-endpoint",
+               "describe-lists-restarted-endpoint"),
+)
+
+KRAFT_BROKER_ENDPOINTS = ModelConfig(
+    name="kraft-broker-endpoints",
+    description="Brokers answer DescribeCluster from their registrations: C1 leads; B2 "
+                "advertises CLIENT with a blank host and port 0, registers (fenced until it has "
+                "caught up), may crash and restart (a new incarnation, a new port, registered "
+                "once the old session has run out); D1 asks B2 for the brokers on CLIENT; the "
+                "network holds one message at a time.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), NodeSpec("B2", BROKER, (CLIENT_EPHEMERAL, INTERNAL), "broker")),
+    clients=(_describe("D1", 1, kafka.ENDPOINT_BROKER, "CLIENT"),), acls=ACLS,
+    broker_registration=True, initial_controller=0,
+    max_crashes=1, max_restarts=1, session_timeout=1, max_time=2, max_in_flight=1,
+    witnesses=("describe-lists-brokers", "describe-lists-stale-endpoint",
+               "describe-lists-restarted-endpoint"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
                                KRAFT_MISCONFIGURED, KRAFT_REGISTRATION_LEADER_CHANGE,
-                               KRAFT_BROKER_REGISTRATION,
+                               KRAFT_BROKER_REGISTRATION, KRAFT_CONTROLLER_ENDPOINTS,
+                               KRAFT_BROKER_ENDPOINTS,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

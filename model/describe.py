@@ -25,7 +25,8 @@ from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          FEATURE_LEVEL, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME,
                          NO_VERSIONS, REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION,
                          REGISTRATION_REQUEST, REGISTRATION_RESPONSE, MSG_ARITY, Item, Msg,
-                         Record, Response, State, message)
+                         STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS, Record, Response, State,
+                         message)
 from model.step import Step
 
 # The record a controller appends for each mutation (QuorumController's replay types).
@@ -83,11 +84,25 @@ def _join(items) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _endpoint_source(token: int) -> str:
+    """How a registration's endpoints were resolved (model.state: STATIC_ENDPOINTS, ...)."""
+    if token == STATIC_ENDPOINTS:
+        return ""
+    if token == UNRESOLVED_ENDPOINTS:
+        return " unresolved (blank host or port 0)"
+    return f" of incarnation {token}"
+
+
+def _unresolved(m: Msg) -> str:
+    return (" with its listeners unresolved (blank host or port 0)"
+            if m.endpoints == UNRESOLVED_ENDPOINTS else "")
+
+
 def _endpoints(cfg: ModelConfig, endpoints) -> str:
     if not endpoints:
         return "no endpoints"
-    return _join(f"{node_name(cfg, n)}'s {_listener(cfg, lst)} endpoint"
-                 for n, lst in sorted(endpoints))
+    return _join(f"{node_name(cfg, n)}'s {_listener(cfg, lst)} endpoint{_endpoint_source(t)}"
+                 for n, lst, t in sorted(endpoints))
 
 
 def describe_record(cfg: ModelConfig, rec: Record) -> str:
@@ -95,7 +110,9 @@ def describe_record(cfg: ModelConfig, rec: Record) -> str:
         return f"a FeatureLevelRecord for metadata.version {_mv(rec.level)}"
     if rec.kind == REGISTER_CONTROLLER:
         return (f"a RegisterControllerRecord for {node_name(cfg, rec.controller_id)} with "
-                f"incarnation_id {rec.incarnation_id}")
+                f"incarnation_id {rec.incarnation_id}"
+                + (f" and endpoints{_endpoint_source(rec.endpoints)}"
+                   if rec.endpoints != STATIC_ENDPOINTS else ""))
     if rec.kind == REGISTER_BROKER:
         return (f"a RegisterBrokerRecord for {node_name(cfg, rec.broker_id)} with "
                 f"incarnation_id {rec.incarnation_id}, broker epoch {rec.broker_epoch}, "
@@ -136,13 +153,13 @@ def describe_msg(cfg: ModelConfig, m: Msg) -> str:
                 f"(error {_err(m.error)}{inner})")
     if m.kind == REGISTRATION_REQUEST:
         return (f"{src}'s ControllerRegistrationRequest to {dst} on {_listener(cfg, m.listener)} "
-                f"for incarnation_id {m.incarnation_id}")
+                f"for incarnation_id {m.incarnation_id}{_unresolved(m)}")
     if m.kind == REGISTRATION_RESPONSE:
         return (f"{src}'s ControllerRegistrationResponse to {dst} for incarnation_id "
                 f"{m.incarnation_id} (error {_err(m.error)})")
     if m.kind == BROKER_REGISTRATION_REQUEST:
         return (f"{src}'s BrokerRegistrationRequest to {dst} on {_listener(cfg, m.listener)} "
-                f"for incarnation_id {m.incarnation_id}")
+                f"for incarnation_id {m.incarnation_id}{_unresolved(m)}")
     if m.kind == BROKER_REGISTRATION_RESPONSE:
         epoch = f", broker epoch {m.broker_epoch}" if m.error == kafka.NONE else ""
         return (f"{src}'s BrokerRegistrationResponse to {dst} for incarnation_id "
@@ -296,7 +313,7 @@ def _sent(cfg: ModelConfig, m: Msg) -> str:
     if m.kind in (BROKER_REGISTRATION_REQUEST, BROKER_HEARTBEAT_REQUEST):
         return f"{src} sends {describe_msg(cfg, m)[len(src) + 3:]}"
     return (f"{src} sends a ControllerRegistrationRequest for incarnation_id {m.incarnation_id} "
-            f"to {dst} on {_listener(cfg, m.listener)}")
+            f"to {dst} on {_listener(cfg, m.listener)}{_unresolved(m)}")
 
 
 def _channel_effects(cfg: ModelConfig, n: int, nb, na) -> list:
@@ -1135,7 +1152,7 @@ def _field_describe_responses(cfg, d, s):
             want = _ENDPOINT_TYPES.get(spec.endpoint_type, "UNKNOWN")
             text = (f"{spec.name} asked {node_name(cfg, spec.node)} on {spec.listener} for {want} "
                     f"endpoints and got {describe_response(cfg, c, r)}")
-            wrong = sorted((n, lst) for n, lst in r.endpoints
+            wrong = sorted((n, lst, t) for n, lst, t in r.endpoints
                            if _listener(cfg, lst) != spec.listener
                            or (cfg.nodes[n].role == "controller")
                            != (spec.endpoint_type == kafka.ENDPOINT_CONTROLLER))

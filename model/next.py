@@ -129,11 +129,14 @@ def initial_state(cfg: ModelConfig) -> State:
     if cfg.mode == KRAFT:
         epoch = 0 if ic == NO_NODE else 1
         log = (FeatureLevelRecord(FEATURE_LEVEL, cfg.metadata_version, 0, epoch, ic),)
-        log += tuple(RegisterControllerRecord(REGISTER_CONTROLLER, c, 0, epoch, ic)
+        # registered by their running process (incarnation 0), endpoints resolved by it
+        log += tuple(RegisterControllerRecord(REGISTER_CONTROLLER, c, 0, epoch, ic,
+                                              endpoints=A.advertised_endpoints(cfg, Design(), c, 0))
                      for c in cfg.initially_registered)
         # brokers registered before the upgrade: unfenced, their epoch their record's offset
         log += tuple(RegisterBrokerRecord(REGISTER_BROKER, b, 0, epoch, ic,
-                                          broker_epoch=len(log) + i, fenced=0)
+                                          broker_epoch=len(log) + i, fenced=0,
+                                          endpoints=A.advertised_endpoints(cfg, Design(), b, 0))
                      for i, b in enumerate(cfg.initially_registered_brokers))
     for i, spec in enumerate(cfg.nodes):
         if cfg.mode == ZK:

@@ -13,13 +13,15 @@ from model.step import Step
 
 class Observation(NamedTuple):
     responses: tuple        # per client: tuple of (error code, envelope error) final responses
-    endpoints: tuple        # per client: frozenset of (node, listener name) returned, or ()
+    # per client: frozenset of (node, listener name, endpoints) returned, or (); endpoints as in
+    # model.state (an incarnation whose bound port it is, STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS)
+    endpoints: tuple
     # ZK: (client, writer node, writer epoch); KRaft: (client, leader, epoch)
     writes: tuple
-    registrations: tuple    # KRaft: (controller, incarnation) in log order
+    registrations: tuple    # KRaft: (controller, incarnation, endpoints) in log order
     registered: tuple       # KRaft: per controller node, its registered_in_log flag
-    # KRaft: (broker, incarnation, broker epoch) per committed RegisterBrokerRecord, in log
-    # order (BR-5)
+    # KRaft: (broker, incarnation, broker epoch, endpoints) per committed RegisterBrokerRecord,
+    # in log order (BR-5)
     broker_registrations: tuple = ()
     # KRaft: per broker node, its BrokerLifecycleManager's (registered, broker epoch) (BL-5,
     # BL-8); a node that is down holds (False, -1)
@@ -30,7 +32,8 @@ def observe(s: State, cfg: ModelConfig) -> Observation:
     names = cfg.listener_names
     responses = tuple(tuple((r.code, r.envelope_error) for r in cl.responses) for cl in s.clients)
     endpoints = tuple(
-        frozenset((cfg.nodes[n].name, names[li]) for r in cl.responses for n, li in r.endpoints)
+        frozenset((cfg.nodes[n].name, names[li], token) for r in cl.responses
+                  for n, li, token in r.endpoints)
         for cl in s.clients)
     if cfg.mode == "zk":
         writes = tuple((w.req, w.writer, w.writer_epoch) for w in s.zk.writes)
@@ -38,10 +41,10 @@ def observe(s: State, cfg: ModelConfig) -> Observation:
     else:
         writes = tuple((r.client, r.writer, r.epoch) for r in s.quorum.log
                        if r.kind == MUTATION_RECORD)
-        regs = tuple((r.controller_id, r.incarnation_id) for r in s.quorum.log
+        regs = tuple((r.controller_id, r.incarnation_id, r.endpoints) for r in s.quorum.log
                      if r.kind == REGISTER_CONTROLLER)
-        broker_regs = tuple((r.broker_id, r.incarnation_id, r.broker_epoch) for r in s.quorum.log
-                            if r.kind == REGISTER_BROKER)
+        broker_regs = tuple((r.broker_id, r.incarnation_id, r.broker_epoch, r.endpoints)
+                            for r in s.quorum.log if r.kind == REGISTER_BROKER)
         lifecycles = tuple((s.nodes[b].lifecycle_registered, s.nodes[b].broker_epoch)
                            for b in cfg.brokers())
     registered = tuple(s.nodes[c].registered_in_log for c in cfg.controllers())

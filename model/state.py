@@ -62,6 +62,11 @@ FEATURE_LEVEL, REGISTER_CONTROLLER, MUTATION_RECORD = 0, 1, 2
 REGISTER_BROKER, BROKER_REGISTRATION_CHANGE = 3, 4
 # BrokerRegistrationChangeRecord.Fenced (an int8): -1 unfenced, 0 no change, 1 fenced (BH-10)
 UNFENCED, FENCED = -1, 1
+# the endpoints a registration carries: the node's advertised listeners resolved by process run
+# i >= 0 (port 0 became the port that run bound, a blank host the canonical host name, EP-1);
+# STATIC_ENDPOINTS when they are configured in full, the same for every run; UNRESOLVED_ENDPOINTS
+# as configured, with a blank host or port 0 that no client can connect to (EP-4, KAFKA-15458)
+STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS = -1, -2
 # how a reply reaches its requester once a write is done
 REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION = 0, 1, 2
 REPLY_BROKER_REGISTRATION, REPLY_HEARTBEAT = 3, 4
@@ -145,7 +150,7 @@ class ControllerRegistrationRequest(NamedTuple):
     listener: int
     controller_id: int
     incarnation_id: int
-    reserved: int       # always 0 (EnvelopeRequest's hop count)
+    endpoints: int      # its Listeners: an incarnation, STATIC_ENDPOINTS or UNRESOLVED_ENDPOINTS
     sender_principal: int = 0
 
 
@@ -169,7 +174,7 @@ class BrokerRegistrationRequest(NamedTuple):
     listener: int
     broker_id: int
     incarnation_id: int
-    reserved: int       # always 0
+    endpoints: int      # its Listeners, as in ControllerRegistrationRequest
     sender_principal: int = 0
 
 
@@ -258,8 +263,8 @@ class Write(NamedTuple):
     zk_holder: int = NO_NODE
 
 
-# Metadata-log records (KRaft).  Every kind has the same nine positions (kind, two of its own,
-# who appended it in which epoch, the ghosts P4/P9 read, then two more of its own), as channel
+# Metadata-log records (KRaft).  Every kind has the same ten positions (kind, two of its own,
+# who appended it in which epoch, the ghosts P4/P9 read, then three more of its own), as channel
 # items and messages do: a state's fingerprint depends on positions only.
 
 class FeatureLevelRecord(NamedTuple):
@@ -273,10 +278,12 @@ class FeatureLevelRecord(NamedTuple):
     sender_cluster_action: bool = True
     reserved7: int = 0
     reserved8: int = 0
+    reserved9: int = 0
 
 
 class RegisterControllerRecord(NamedTuple):
-    """R-15: a controller's registration, as the active controller appended it."""
+    """R-15: a controller's registration, as the active controller appended it, with the
+    endpoints its request carried."""
     kind: int           # REGISTER_CONTROLLER
     controller_id: int
     incarnation_id: int
@@ -284,8 +291,9 @@ class RegisterControllerRecord(NamedTuple):
     writer: int
     via_envelope: bool = False
     sender_cluster_action: bool = True
-    reserved7: int = 0
+    endpoints: int = STATIC_ENDPOINTS   # as in ControllerRegistrationRequest
     reserved8: int = 0
+    reserved9: int = 0
 
 
 class MutationRecord(NamedTuple):
@@ -299,6 +307,7 @@ class MutationRecord(NamedTuple):
     sender_cluster_action: bool = True  # ghost: that envelope's sender had CLUSTER_ACTION
     reserved7: int = 0
     reserved8: int = 0
+    reserved9: int = 0
 
 
 class RegisterBrokerRecord(NamedTuple):
@@ -314,6 +323,7 @@ class RegisterBrokerRecord(NamedTuple):
     sender_cluster_action: bool = True  # ghost: the registering connection had CLUSTER_ACTION
     broker_epoch: int = -1
     fenced: int = FENCED                # FENCED or 0 (RegisterBrokerRecord.Fenced, a bool)
+    endpoints: int = STATIC_ENDPOINTS   # as in BrokerRegistrationRequest
 
 
 class BrokerRegistrationChangeRecord(NamedTuple):
@@ -331,6 +341,7 @@ class BrokerRegistrationChangeRecord(NamedTuple):
     # heard from the broker, as its heartbeat manager recorded it, counted up to
     # session_timeout + 1 (beyond, every value says the same: expired); 0 for an unfence
     silence: int = 0
+    reserved9: int = 0
 
 
 # a metadata-log record, whichever its kind; ``record(t)`` rebuilds one from its tuple
@@ -363,7 +374,9 @@ class Response(NamedTuple):
     """A final response as a client received it."""
     code: int
     envelope_error: int = 0     # the envelope-level error that decided it (0: none)
-    endpoints: frozenset = frozenset()  # DescribeCluster: (node, listener index) pairs
+    # DescribeCluster: (node, listener index, endpoints) triples, endpoints as a registration
+    # carries them (STATIC_ENDPOINTS for a node whose endpoints come from configuration)
+    endpoints: frozenset = frozenset()
     retried: bool = False       # the forward was retried after NOT_CONTROLLER or disconnect
 
 

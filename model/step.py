@@ -17,7 +17,8 @@ class Step(NamedTuple):
         return f"{self.action}({', '.join(map(repr, self.args))})"
 
     def to_json(self) -> list:
-        return [self.action, list(self.args)]
+        """``[action, [args...]]`` with every tuple a list, as JSON holds it."""
+        return [self.action, [_listify(a) for a in self.args]]
 
     @staticmethod
     def from_json(obj) -> Step:
@@ -26,6 +27,10 @@ class Step(NamedTuple):
             raise ValueError(f"a step is [action, [args...]], got {obj!r}")
         args = tuple(_tupleize(a) for a in obj[1])
         return Step(obj[0], args)
+
+
+def _listify(value):
+    return [_listify(v) for v in value] if isinstance(value, tuple) else value
 
 
 def _tupleize(value):

@@ -7,13 +7,18 @@ One adapter, this module, stands between them: ``impl`` never sees the model.  I
   every node, Kafka's timeouts scaled to the model's ticks);
 - maps each model ``Step`` to the implementation's event of the same name, a message step to
   the in-flight implementation message whose *projection* is the model's message (decoded
-  from the real bytes: API key, client id, versions, error codes, incarnation_id);
+  from the real bytes: API key, client id, versions, error codes, incarnation_id, the
+  Listeners a registration carries);
 - projects the implementation onto the model's observations (``model.observe``): the final
   responses clients received, DescribeCluster endpoints, durable writes (ZooKeeper znodes or
   committed metadata records) with writer and epoch, RegisterControllerRecords, each
   controller's registered flag, RegisterBrokerRecords (BR-5) and each broker's lifecycle state
   (registered, broker epoch: BL-5, BL-8); and the network: the multiset of in-flight messages
-  (a BrokerHeartbeatResponse without the model's ghost ``registered_epoch``).
+  (a BrokerHeartbeatResponse without the model's ghost ``registered_epoch``).  An endpoint, in
+  a DescribeCluster answer, a registration request or record, becomes the model's endpoints
+  token by its host and port: a configured port is STATIC_ENDPOINTS, a port process run i of
+  the node bound for a port-0 listener is i, port 0 or a blank host UNRESOLVED_ENDPOINTS
+  (``Projector.endpoint_token``).
 
 After every step the two must agree.  A ``Divergence`` names the first step where they do not,
 with both sides' views.
@@ -33,13 +38,14 @@ from dataclasses import dataclass, field
 from model import kafka
 from model import next as model_next
 from model.config import (BROKER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
-                          INTER_BROKER_LISTENER, KRAFT, Design, ModelConfig)
+                          INTER_BROKER_LISTENER, KRAFT, WILDCARD_HOST, Design, ModelConfig)
 from model.configs import CONFIGS
 from model.observe import Observation, observe
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
                          ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                         REGISTRATION_RESPONSE, STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS,
+                         BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                          BrokerRegistrationRequest, BrokerRegistrationResponse,
                          ControllerRegistrationRequest, ControllerRegistrationResponse,
                          EnvelopeRequest, EnvelopeResponse, Msg, message)
@@ -73,10 +79,21 @@ def _port(i: int, j: int) -> int:
     return 9092 + 100 * i + j
 
 
+def _listener_address(cfg: ModelConfig, i: int, j: int) -> str:
+    """``host:port`` of listener ``j`` of model node ``i``: a blank host where the model's is
+    (resolved to the canonical host name, EP-3), port 0 where the model's is (a port each
+    process run binds, EP-5); otherwise a host named after the node and a port of its own."""
+    spec = cfg.nodes[i]
+    lst = spec.listeners[j]
+    host = "" if lst.host == WILDCARD_HOST else _host(spec.name)
+    port = 0 if lst.port == 0 else _port(i, j)
+    return f"{host}:{port}"
+
+
 def node_properties(cfg: ModelConfig, i: int) -> tuple:
     """The server.properties of model node ``i``: what an operator would write."""
     spec = cfg.nodes[i]
-    listeners = ",".join(f"{lst.name}://{_host(spec.name)}:{_port(i, j)}"
+    listeners = ",".join(f"{lst.name}://{_listener_address(cfg, i, j)}"
                          for j, lst in enumerate(spec.listeners))
     protocols = {lst.name: lst.protocol for n in cfg.nodes for lst in n.listeners}
     if cfg.mode == "zk":
@@ -222,6 +239,34 @@ class Projector:
         history = cluster.incarnations(node)
         return history.index(incarnation_id) if incarnation_id in history else -1
 
+    def endpoint_token(self, cluster, node: int, host, port: int):
+        """The model's endpoints token (``model.state``) of one endpoint of ``node`` the
+        implementation shows: a blank host or port 0 is UNRESOLVED_ENDPOINTS (as configured,
+        EP-4); a port that process run i of the node bound for a port-0 listener is i (EP-5);
+        a port the node is configured with is STATIC_ENDPOINTS.  Any other endpoint stays
+        ``host:port``, which no model token equals."""
+        if port == 0 or not (host or "").strip():
+            return UNRESOLVED_ENDPOINTS
+        run = cluster.ephemeral_port_run(node, port)
+        if run is not None:
+            return run
+        configured = {_port(node, j) for j, lst in enumerate(self.cfg.nodes[node].listeners)
+                      if lst.port != 0}
+        return STATIC_ENDPOINTS if port in configured else f"{host}:{port}"
+
+    def registration_token(self, cluster, node: int, endpoints) -> object:
+        """The model's endpoints token of a registration (its request's Listeners or its
+        record's EndPoints, as (name, host, port)): UNRESOLVED_ENDPOINTS if any is; else the
+        one process run whose bound ports it carries; else STATIC_ENDPOINTS.  Endpoints of
+        several runs at once have no model token (their tokens are shown instead)."""
+        tokens = {self.endpoint_token(cluster, node, host, port) for _, host, port in endpoints}
+        if UNRESOLVED_ENDPOINTS in tokens:
+            return UNRESOLVED_ENDPOINTS
+        others = tokens - {STATIC_ENDPOINTS}
+        if not others:
+            return STATIC_ENDPOINTS
+        return next(iter(others)) if len(others) == 1 else tuple(sorted(map(str, others)))
+
     def message(self, cluster, view) -> Msg | None:
         """The model message an implementation message stands for, or None for messages the
         model does not have (the ApiVersions handshake on connect: the model learns the
@@ -238,7 +283,8 @@ class Projector:
         if view.kind == "ControllerRegistrationRequest":
             return ControllerRegistrationRequest(
                 REGISTRATION_REQUEST, view.src, view.dst, li, view.src,
-                self.incarnation_rank(cluster, view.src, view.incarnation_id), 0,
+                self.incarnation_rank(cluster, view.src, view.incarnation_id),
+                self.registration_token(cluster, view.src, view.listeners),
                 self.principal_index.get(view.sender_principal, -1))
         if view.kind == "ControllerRegistrationResponse":
             return ControllerRegistrationResponse(
@@ -247,7 +293,8 @@ class Projector:
         if view.kind == "BrokerRegistrationRequest":
             return BrokerRegistrationRequest(
                 BROKER_REGISTRATION_REQUEST, view.src, view.dst, li, view.broker_id,
-                self.incarnation_rank(cluster, view.src, view.incarnation_id), 0,
+                self.incarnation_rank(cluster, view.src, view.incarnation_id),
+                self.registration_token(cluster, view.src, view.listeners),
                 self.principal_index.get(view.sender_principal, -1))
         if view.kind == "BrokerRegistrationResponse":
             return BrokerRegistrationResponse(
@@ -282,18 +329,22 @@ class Projector:
         results = cluster.client_results()
         responses = tuple(tuple((r.error_code, r.envelope_error)
                                 for r in results.get(c.name, ())) for c in cfg.clients)
-        endpoints = tuple(frozenset((cfg.nodes[n].name, lst) for r in results.get(c.name, ())
-                                    for n, lst in r.endpoints)
+        endpoints = tuple(frozenset((cfg.nodes[n].name, lst,
+                                     self.endpoint_token(cluster, n, host, port))
+                                    for r in results.get(c.name, ())
+                                    for n, lst, host, port in r.endpoints)
                           for c in cfg.clients)
         writes = tuple((self.client_index.get(w.client, -1), w.writer, w.writer_epoch)
                        for w in cluster.durable_writes())
         if cfg.mode == KRAFT:
             regs = tuple((r.controller_id, self.incarnation_rank(cluster, r.controller_id,
-                                                                 r.incarnation_id))
+                                                                 r.incarnation_id),
+                          self.registration_token(cluster, r.controller_id, r.endpoints))
                          for r in cluster.registrations())
             broker_regs = tuple((r.broker_id, self.incarnation_rank(cluster, r.broker_id,
                                                                     r.incarnation_id),
-                                 r.broker_epoch)
+                                 r.broker_epoch,
+                                 self.registration_token(cluster, r.broker_id, r.endpoints))
                                 for r in cluster.broker_registrations())
             lifecycles = tuple(cluster.broker_lifecycle(b) for b in cfg.brokers())
         else:

@@ -23,7 +23,8 @@ from model.state import (BROKER_HEARTBEAT_RESPONSE, BROKER_REGISTRATION_CHANGE,
                          BROKER_REGISTRATION_RESPONSE,
                          ENVELOPE_REQUEST, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
                          REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, REPLY_REGISTRATION, State)
+                         REGISTRATION_RESPONSE, REPLY_REGISTRATION, STATIC_ENDPOINTS,
+                         UNRESOLVED_ENDPOINTS, State)
 from model.step import Step
 
 ALWAYS, QUIESCENT = "always", "quiescent"
@@ -408,7 +409,7 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
                 continue
             want_listener = cfg.listener_index(spec.listener)
             want_role = CONTROLLER if spec.endpoint_type == kafka.ENDPOINT_CONTROLLER else BROKER
-            for node, listener in resp.endpoints:
+            for node, listener, _ in resp.endpoints:
                 if listener != want_listener or cfg.nodes[node].role != want_role:
                     return False
     return True
@@ -417,34 +418,89 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
 def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     """A broker's successful DescribeCluster answer lists the broker itself on the listener
     the request arrived on: the broker is alive (it answered) and has that listener (the
-    request came in on it).
+    request came in on it).  Where brokers register and are fenced (KRaft broker
+    registration), a broker serves requests before it is unfenced, and its own answer then
+    leaves it out: there describe-lists-registered-endpoints states what the answer holds.
 
     L-27: a broker answers with the endpoints of the alive brokers on the request's
     listener; KIP-103: "the list of endpoints they get back is restricted to the listener
     name of the endpoint where they made the request" (restricted to it, not emptied)."""
+    if cfg.broker_registration:
+        return True
     for c, spec in enumerate(cfg.clients):
         if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != BROKER:
             continue
         own = (spec.node, cfg.listener_index(spec.listener))
         for r in s.clients[c].responses:
-            if r.code == kafka.NONE and own not in r.endpoints:
+            if r.code == kafka.NONE and not any(e[:2] == own for e in r.endpoints):
                 return False
     return True
 
 
-def controller_describe_lists_registered_controllers(s: State, cfg: ModelConfig,
-                                                      d: Design) -> bool:
-    """Every controller a controller's DescribeCluster answer lists has registered: a
-    RegisterControllerRecord for it is in the committed metadata log.
+def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every endpoint a DescribeCluster answer hands a client has a host and a port it can
+    connect to: none is an advertised listener as configured with a blank host or port 0.
 
-    R-21: describeClusterControllers(listenerName) returns "for every registration that has
-    an endpoint whose name equals the request's listener name" the controller's endpoint;
-    D-1.3 (nodes from the registrations publisher); KIP-919 (controller registration)."""
-    listed = {node for c, spec in enumerate(cfg.clients)
-              if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == CONTROLLER
-              for r in s.clients[c].responses for node, _ in r.endpoints}
-    return not listed or listed <= {rec.controller_id for rec in s.quorum.log
-                                    if rec.kind == REGISTER_CONTROLLER}
+    KIP-919: a controller's registration carries "the endpoints that can be used to
+    communicate with this controller"; EP-1, EP-4 (a node resolves a blank host and port 0
+    before it registers: "Cannot serialize ephemeral port 0 in ListenerInfo."), R-5; L-15
+    (no advertised endpoint a client cannot route to); KAFKA-15458."""
+    return not any(e[2] == UNRESOLVED_ENDPOINTS for c in range(len(cfg.clients))
+                   for r in s.clients[c].responses for e in r.endpoints)
+
+
+def _registered_endpoints(log, cfg: ModelConfig, role: str, listener: int) -> frozenset:
+    """The endpoints on ``listener`` of the nodes of ``role`` registered in ``log``, as
+    replay leaves them: each node's last registration (R-18, BR-10); brokers only while
+    unfenced (BR-12, L-27)."""
+    latest = {}
+    for rec in log:
+        if role == CONTROLLER and rec.kind == REGISTER_CONTROLLER:
+            latest[rec.controller_id] = rec.endpoints
+    if role == BROKER:
+        for b in cfg.brokers():
+            reg = _committed_registration(log, b)
+            if reg is not None and not reg[1]:
+                latest[b] = reg[0].endpoints
+    name = cfg.listener_names[listener]
+    return frozenset((x, listener, _on_listener(lst, token)) for x, token in latest.items()
+                     for lst in cfg.nodes[x].listeners if lst.name == name)
+
+
+def _on_listener(lst, token: int) -> int:
+    # a restatement of model.actions.listener_endpoint on purpose (see _latest_registration):
+    # a listener configured in full is the same in every run; only port 0 depends on the run
+    if token == UNRESOLVED_ENDPOINTS:
+        return token if lst.needs_resolving else STATIC_ENDPOINTS
+    return token if lst.port == 0 else STATIC_ENDPOINTS
+
+
+def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A KRaft node's successful DescribeCluster answer is the registrations of a prefix of
+    the committed metadata log: on the request's listener, exactly the endpoints of every
+    controller registered there (its last registration), or of every broker registered there
+    and not fenced, each as its registration carries it.  (A node answers from the log it has
+    replayed, which may lag: the prefix need not be the whole log.)  Brokers that do not
+    register stand outside it (broker-describe-lists-itself).
+
+    KIP-919: "This registration will include information about the endpoints which they
+    possess ... The registration will be persisted in the metadata log as hard state"; R-21
+    (describeClusterControllers: every registration with an endpoint named like the request's
+    listener); L-27 (KRaftMetadataCache.getAliveBrokerNodes: the registered brokers that are
+    not fenced); KIP-103 (restricted to the request's listener)."""
+    log = s.quorum.log
+    for c, spec in enumerate(cfg.clients):
+        role = cfg.nodes[spec.node].role
+        if spec.kind != DESCRIBE or cfg.mode != KRAFT or (
+                role == BROKER and not cfg.broker_registration):
+            continue
+        listener = cfg.listener_index(spec.listener)
+        for r in s.clients[c].responses:
+            if r.code == kafka.NONE and not any(
+                    _registered_endpoints(log[:k], cfg, role, listener) == r.endpoints
+                    for k in range(len(log) + 1)):
+                return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------
@@ -717,13 +773,14 @@ PROPERTIES = (
                      envelopes_only_from_trusted_senders))),
     Property("P5", "listener-isolation",
              "every endpoint returned to a client is on the listener the request arrived on and "
-             "of the endpoint type asked for; a broker lists itself, a controller only "
-             "registered controllers",
-             "KIP-103; L-27; R-21; D-1..D-3",
+             "of the endpoint type asked for, resolved, and as the answering node's replayed "
+             "registrations have it; a broker that does not register lists itself",
+             "KIP-103; KIP-919; L-27; R-21; D-1..D-3; EP-1..EP-6",
              (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),
               Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself),
-              Clause("controller-describe-lists-registered-controllers", ALWAYS,
-                     controller_describe_lists_registered_controllers))),
+              Clause("returned-endpoints-are-resolved", ALWAYS, returned_endpoints_are_resolved),
+              Clause("describe-lists-registered-endpoints", ALWAYS,
+                     describe_lists_registered_endpoints))),
     Property("P6", "acknowledged-durable",
              "a mutation acknowledged as successful is durable and, once quiescent, visible to "
              "every live broker",
@@ -814,7 +871,9 @@ RELEVANT_FIELDS = {
     "envelopes-only-from-trusted-senders": ("applied-mutations", "client-responses"),
     "endpoints-on-request-listener": ("describe-responses",),
     "broker-describe-lists-itself": ("describe-responses",),
-    "controller-describe-lists-registered-controllers": ("describe-responses", "metadata-log"),
+    "returned-endpoints-are-resolved": ("describe-responses", "registrations", "metadata-log"),
+    "describe-lists-registered-endpoints": ("describe-responses", "metadata-log",
+                                            "broker-registrations"),
     "acknowledged-mutation-is-durable": ("acknowledged-mutations", "active-controller",
                                          "client-responses"),
     "acknowledged-mutation-visible": ("acknowledged-mutations", "metadata-log"),
@@ -894,9 +953,9 @@ def _applied_twice(s: State, cfg: ModelConfig) -> bool:
     return len(reqs) != len(set(reqs))
 
 
-def _describe_endpoints(s: State, cfg: ModelConfig, endpoint_type: int):
+def _describe_endpoints(s: State, cfg: ModelConfig, endpoint_type: int | None = None):
     for spec, r in _responses(s, cfg):
-        if spec.api == kafka.DESCRIBE_CLUSTER and spec.endpoint_type == endpoint_type \
+        if spec.api == kafka.DESCRIBE_CLUSTER and endpoint_type in (None, spec.endpoint_type) \
                 and r.code == kafka.NONE:
             yield r.endpoints
 
@@ -963,7 +1022,18 @@ WITNESSES = {w.id: w for w in (
             "DescribeCluster to a controller lists a controller that registered after start",
             lambda p, st, s, cfg: any(
                 node not in cfg.initially_registered
-                for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER) for node, _ in e)),
+                for e in _describe_endpoints(s, cfg, kafka.ENDPOINT_CONTROLLER)
+                for node, _, _ in e)),
+    Witness("describe-lists-stale-endpoint",
+            "DescribeCluster lists a node's endpoints from an earlier process run than the one "
+            "now running (its new registration not yet replayed where the answer came from)",
+            lambda p, st, s, cfg: any(
+                0 <= token < s.nodes[node].incarnation
+                for e in _describe_endpoints(s, cfg) for node, _, token in e)),
+    Witness("describe-lists-restarted-endpoint",
+            "DescribeCluster lists the endpoints a restarted node bound and registered",
+            lambda p, st, s, cfg: any(
+                token > 0 for e in _describe_endpoints(s, cfg) for _, _, token in e)),
     Witness("mismatched-endpoint-type",
             "a client asking a broker for controllers gets MISMATCHED_ENDPOINT_TYPE",
             lambda p, st, s, cfg: any(r.code == kafka.MISMATCHED_ENDPOINT_TYPE

@@ -122,15 +122,16 @@ def _lifecycle_messages(cfg):
     """Builders of the model's lifecycle messages between C1 (node 0) and B2 (node 1)."""
     from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                              BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
-                             BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                             STATIC_ENDPOINTS, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                              BrokerRegistrationRequest, BrokerRegistrationResponse)
     c1, b2 = 0, 1
     listener = cfg.listener_index("CONTROLLER")
     principal = cfg.principal_names.index("broker")
 
     def registration(incarnation):
+        # B2's listeners are configured in full: the same endpoints every run
         return tuple(BrokerRegistrationRequest(BROKER_REGISTRATION_REQUEST, b2, c1, listener, b2,
-                                               incarnation, 0, principal))
+                                               incarnation, STATIC_ENDPOINTS, principal))
 
     def registered(incarnation, error, epoch):
         return tuple(BrokerRegistrationResponse(BROKER_REGISTRATION_RESPONSE, c1, b2, listener,
@@ -185,7 +186,7 @@ def test_hand_written_broker_lifecycle_trace_conforms():
     from model.observe import observe
     states = model_next.replay(cfg, Driver(cfg, 0).design, steps)
     end = observe(states[-1], cfg)
-    assert end.broker_registrations == ((1, 0, 1), (1, 0, 1), (1, 1, 4))
+    assert end.broker_registrations == ((1, 0, 1, -1), (1, 0, 1, -1), (1, 1, 4, -1))
     assert end.broker_lifecycles == ((True, 4),)
     for seed in (0, SEED):
         assert check_steps(cfg, steps, seed=seed) is None

@@ -588,3 +588,150 @@ def test_end_to_end_a_broker_registers_catches_up_and_is_unfenced():
         now += BROKER_HEARTBEAT_INTERVAL_MS
     assert (b.state, b.is_fenced) == (RUNNING, False)
     assert not broker_registrations(quorum)[4].fenced
+
+
+# --------------------------------------------------------------------------------------------
+# endpoints: resolved per process run (EP-1..EP-5), refused unresolved (BR-4.8), and what a
+# broker's DescribeCluster lists (L-27)
+
+
+def test_broker_listener_info_puts_the_inter_broker_listener_first_and_resolves():
+    """EP-1: ``ListenerInfo.create(Some(inter.broker.listener.name), ...)`` then a blank host
+    -> the canonical host name, port 0 -> the port this run bound; as configured when the
+    node registers unresolved (EP-6)."""
+    from impl.config import Endpoint
+    from impl.lifecycle import broker_listener_info
+    endpoints = [Endpoint("CLIENT", None, 0, "SASL_SSL"), Endpoint("INTERNAL", "b2", 9192, "SSL")]
+    info = broker_listener_info(endpoints, "INTERNAL", "b2.example", {"CLIENT": 40001,
+                                                                     "INTERNAL": 9192})
+    assert [(i["Name"], i["Host"], i["Port"]) for i in info] == [
+        ("INTERNAL", "b2", 9192), ("CLIENT", "b2.example", 40001)]
+    raw = broker_listener_info(endpoints, "INTERNAL", "b2.example", {"CLIENT": 40001},
+                               resolve=False)
+    assert [(i["Name"], i["Host"], i["Port"]) for i in raw] == [
+        ("INTERNAL", "b2", 9192), ("CLIENT", "", 0)]
+
+
+def endpoints_cluster(bugs=(), registered=(1,)):
+    """C1 leads; B2 advertises CLIENT://:0 (a blank host, an ephemeral port) and
+    INTERNAL://b2:9192, runs its BrokerLifecycleManager, and is registered in the initial log
+    (``registered``); D1 asks B2 for the brokers on CLIENT."""
+    from impl.cluster import Cluster
+    from impl.cluster_config import (DESCRIBE, KRAFT_MODE, ClientConfig, ClusterConfig,
+                                     NodeConfig)
+    from impl.protocol.api_keys import DESCRIBE_CLUSTER
+    common = (("controller.quorum.voters", "0@c1:9093"),
+              ("controller.listener.names", "CONTROLLER"),
+              ("listener.security.protocol.map", "CLIENT:SASL_SSL,CONTROLLER:SSL,INTERNAL:SSL"))
+    nodes = (
+        NodeConfig(0, "C1", "controller", (("process.roles", "controller"), ("node.id", "0"),
+                                           ("listeners", "CONTROLLER://c1:9093")) + common,
+                   "controller"),
+        NodeConfig(1, "B2", "broker", (("process.roles", "broker"), ("node.id", "1"),
+                                       ("listeners", "CLIENT://:0,INTERNAL://b2:9192"),
+                                       ("advertised.listeners", "CLIENT://:0,INTERNAL://b2:9192"),
+                                       ("inter.broker.listener.name", "INTERNAL")) + common,
+                   "broker"))
+    client = ClientConfig("D1", "admin", DESCRIBE, 1, "CLIENT", DESCRIBE_CLUSTER)
+    acls = frozenset({("broker", "CLUSTER_ACTION", "CLUSTER")})
+    return Cluster(ClusterConfig("broker-endpoints", KRAFT_MODE, nodes, (client,), acls,
+                                 broker_registration=True, initial_controller=0,
+                                 initially_registered_brokers=tuple(registered),
+                                 bugs=frozenset(bugs)), seed=0)
+
+
+def lifecycle_round(cluster, api_key=BROKER_REGISTRATION):
+    """B2 sends its next lifecycle request to C1, C1 handles it (and commits what it wrote),
+    B2 handles the answer; the request as decoded from its bytes and the answer's error."""
+    from impl.sim import Event
+    send = ("broker_sends_registration" if api_key == BROKER_REGISTRATION
+            else "broker_sends_heartbeat")
+    assert cluster.apply(Event(send, (1,)))
+    (m,) = cluster.network.in_flight()
+    request = cluster.view(m)
+    handle = ("controller_handles_broker_registration" if api_key == BROKER_REGISTRATION
+              else "controller_handles_broker_heartbeat")
+    assert cluster.apply(Event(handle, (m.id,)))
+    cluster.apply(Event("controller_commits_records", ()))
+    (r,) = cluster.network.in_flight()
+    answer = cluster.view(r)
+    assert cluster.apply(Event("broker_handles_lifecycle_response", (r.id,)))
+    return request, answer.error
+
+
+def restart(cluster):
+    """B2 crashes and starts again: a new process run, which learns the controller."""
+    from impl.sim import Event
+    for name in ("node_crashes", "node_restarts", "broker_learns_controller"):
+        assert cluster.apply(Event(name, (1,))), name
+
+
+def test_each_broker_run_registers_its_own_resolved_endpoint():
+    """EP-1, EP-5, BL-2: the BrokerRegistrationRequest's Listeners are this run's (the
+    inter-broker listener first; CLIENT at the canonical host name and the port the run
+    bound); a restart binds a fresh port, and its RegisterBrokerRecord carries it (BR-5)."""
+    from impl.cluster.wiring import canonical_host_name
+    cluster = endpoints_cluster()
+    b2, host = cluster.nodes[1], canonical_host_name("B2")
+    first = b2.bound_ports[0]["CLIENT"]
+    # registered in the initial log by the running process, with its resolved endpoints
+    assert cluster.broker_registrations()[0].endpoints == (("INTERNAL", "b2", 9192),
+                                                           ("CLIENT", host, first))
+    request, error = lifecycle_round(cluster)                  # BL-8: registers again
+    assert error == NONE
+    assert request.listeners == (("INTERNAL", "b2", 9192), ("CLIENT", host, first))
+    restart(cluster)
+    second = b2.bound_ports[1]["CLIENT"]
+    assert second != first and cluster.ephemeral_port_run(1, second) == 1
+    assert b2.lifecycle.listeners[1] == {"Name": "CLIENT", "Host": host, "Port": second,
+                                         "SecurityProtocol": 3}
+
+
+def test_br_4_8_an_unresolved_broker_registration_is_refused_with_unknown_server_error():
+    """BR-4.8 (``ListenerInfo.toBrokerRegistrationRecord``, EP-4): a broker that registers its
+    listeners as configured (registers-unresolved-endpoints) sends CLIENT with a blank host and
+    port 0; the active controller refuses it with UNKNOWN_SERVER_ERROR (-1), after the
+    duplicate-registration check, BrokerEpoch -1, no record; the broker stays unregistered."""
+    from impl.cluster.wiring import REGISTERS_UNRESOLVED_ENDPOINTS
+    cluster = endpoints_cluster(bugs=(REGISTERS_UNRESOLVED_ENDPOINTS,), registered=())
+    before = len(cluster.quorum.log)
+    request, error = lifecycle_round(cluster)
+    assert request.listeners == (("INTERNAL", "b2", 9192), ("CLIENT", "", 0))
+    assert error == UNKNOWN_SERVER_ERROR
+    assert len(cluster.quorum.log) == before and not cluster.quorum.uncommitted
+    assert cluster.broker_lifecycle(1) == (False, -1)
+    assert cluster.nodes[1].lifecycle.last_error == UNKNOWN_SERVER_ERROR
+    # resolved (the default), the same registration goes through
+    assert lifecycle_round(endpoints_cluster(registered=()))[1] == NONE
+
+
+def test_broker_describe_cluster_leaves_out_fenced_brokers():
+    """L-27 (``KRaftMetadataCache.getAliveBrokerNodes``: ``filterNot(_.fenced())``): a broker
+    answers from the registrations it has replayed, unfenced ones only, at the endpoints their
+    records carry; a broker that is fenced again (BH-9) drops out once that is replayed."""
+    from impl.describe_cluster import BrokerDescribeCluster, kraft_alive_brokers
+    quorum, active, _ = setup()
+    b4 = broker()
+    b5 = BrokerLifecycleManager(5, random.Random(5), CLUSTER,
+                                ({"Name": "INTERNAL", "Host": "b5", "Port": 9192,
+                                  "SecurityProtocol": 0},))
+    for b in (b4, b5):
+        reply = register(active, quorum, b.broker_sends_registration(0))
+        b.broker_handles_registration_response(reply.error_code, reply.body)
+    # B4 catches up and is unfenced; B5 stays fenced
+    reply = heartbeat(active, quorum, b4.broker_sends_heartbeat(0, quorum.next_offset()), 0)
+    assert reply.body["IsFenced"] is False
+    describe = BrokerDescribeCluster(CLUSTER, AUTH)
+    context = RequestContext("INTERNAL", "PLAINTEXT", ALICE)
+
+    def described():
+        quorum.catch_up(4)
+        brokers = kraft_alive_brokers(quorum.image(4).brokers)
+        body = describe.handle(context, 1, {"EndpointType": 1}, brokers=brokers)
+        return [(n["BrokerId"], n["Host"], n["Port"]) for n in body["Brokers"]]
+    assert described() == [(4, "b4", 9092)]
+    assert [b.broker_id for b in kraft_alive_brokers(quorum.image(4).brokers,
+                                                     include_fenced=True)] == [4, 5]
+    assert active.controller_fences_stale_broker(4, quorum, TIMEOUT + 1) is not None
+    quorum.commit()
+    assert described() == []

@@ -616,8 +616,10 @@ FINDING_TRACE = (
     Step('controller_sends_registration', (1,)),
     Step('channel_discovers_controller', (1,)),
     Step('channel_sends_request', (1,)),
-    Step('controller_handles_registration', ((2, 1, 0, 0, 1, 1, 0, 1),)),
-    Step('controller_handles_registration', ((2, 1, 0, 0, 1, 0, 0, 1),)),
+    # (kind, src, dst, listener, controller_id, incarnation_id, endpoints, principal): C2's
+    # listeners are configured in full, so both runs carry STATIC_ENDPOINTS (-1)
+    Step('controller_handles_registration', ((2, 1, 0, 0, 1, 1, -1, 1),)),
+    Step('controller_handles_registration', ((2, 1, 0, 0, 1, 0, -1, 1),)),
     Step('controller_commits_records', ()),
     Step('node_replays_record', (1,)),
     Step('node_replays_record', (1,)),
@@ -707,3 +709,146 @@ def test_finding_through_the_cluster_with_the_fix(trace):
     assert [r.incarnation_id for r in cluster.registrations() if r.controller_id == c2][-1] \
         == current
     assert cluster.registered(c2) and not cluster.nodes[c2].registration.check_due(10 ** 9)
+
+
+# ---------------------------------------------------------------------------------- endpoints
+# A two-controller cluster built from server.properties (no model): C1 leads and is registered
+# on CONTROLLER://c1:9093; C2 advertises CONTROLLER://:0, a blank host and an ephemeral port,
+# which each of its process runs resolves at start-up (EP-1..EP-5); D1 and D2 ask C1 for the
+# controllers (D-1).
+
+def endpoints_cluster(bugs=()):
+    from impl.cluster import Cluster
+    from impl.cluster_config import (DESCRIBE, KRAFT_MODE, ClientConfig, ClusterConfig,
+                                     NodeConfig)
+    from impl.protocol.api_keys import DESCRIBE_CLUSTER
+
+    def controller(i, name, listeners):
+        return NodeConfig(i, name, "controller", (
+            ("process.roles", "controller"), ("node.id", str(i)),
+            ("controller.quorum.voters", "0@c1:9093,1@c2:9193"),
+            ("controller.listener.names", "CONTROLLER"), ("listeners", listeners),
+            ("listener.security.protocol.map", "CONTROLLER:PLAINTEXT")), "controller")
+    nodes = (controller(0, "C1", "CONTROLLER://c1:9093"), controller(1, "C2", "CONTROLLER://:0"))
+    clients = tuple(ClientConfig(name, "admin", DESCRIBE, 0, "CONTROLLER", DESCRIBE_CLUSTER,
+                                 endpoint_type=2) for name in ("D1", "D2"))
+    acls = frozenset({("controller", "CLUSTER_ACTION", "CLUSTER"),
+                      ("admin", "ALTER", "CLUSTER")})
+    return Cluster(ClusterConfig("controller-endpoints", KRAFT_MODE, nodes, clients, acls,
+                                 registration=True, initial_controller=0,
+                                 initially_registered=(0,), bugs=frozenset(bugs)), seed=0)
+
+
+def register_c2(cluster):
+    """C2 replays what is committed, sends its ControllerRegistrationRequest (real bytes) to
+    C1, which appends and commits the record; the request as decoded from its bytes."""
+    from impl.protocol.api_keys import CONTROLLER_REGISTRATION
+    from impl.sim import Event
+    while cluster.apply(Event("node_replays_record", (1,))):
+        pass
+    for name in ("controller_sends_registration", "channel_discovers_controller",
+                 "channel_sends_request"):
+        assert cluster.apply(Event(name, (1,))), name
+    (m,) = [m for m in cluster.network.in_flight() if m.api_key == CONTROLLER_REGISTRATION]
+    view = cluster.view(m)
+    assert cluster.apply(Event("controller_handles_registration", (m.id,)))
+    assert cluster.apply(Event("controller_commits_records", ()))
+    return view
+
+
+def restart(cluster, node):
+    from impl.sim import Event
+    assert cluster.apply(Event("node_crashes", (node,)))
+    assert cluster.apply(Event("node_restarts", (node,)))
+
+
+def test_each_process_run_resolves_port_zero_and_a_blank_host_and_registers_them():
+    """EP-1, EP-3..EP-5: a blank host becomes the node's canonical host name and port 0 the
+    port this process run bound, once, at start-up; a restart binds a fresh port and registers
+    that.  The request's Listeners (decoded from its bytes) are copied into the
+    RegisterControllerRecord's EndPoints (R-14).  C1, configured in full, keeps its port."""
+    from impl.cluster.wiring import EPHEMERAL_PORT_BASE, canonical_host_name
+    cluster = endpoints_cluster()
+    c2 = cluster.nodes[1]
+    host = canonical_host_name("C2")
+    first = c2.registration.listeners[0]
+    assert (first["Host"], first["Port"]) == (host, c2.bound_ports[0]["CONTROLLER"])
+    assert first["Port"] >= EPHEMERAL_PORT_BASE
+    assert cluster.nodes[0].registration.listeners[0]["Port"] == 9093
+    assert [(r.controller_id, r.endpoints) for r in cluster.registrations()] == [
+        (0, (("CONTROLLER", "c1", 9093),))]
+    view = register_c2(cluster)
+    assert view.listeners == (("CONTROLLER", host, first["Port"]),)
+    restart(cluster, 1)
+    second = c2.registration.listeners[0]
+    assert (second["Host"], second["Port"]) == (host, c2.bound_ports[1]["CONTROLLER"])
+    assert second["Port"] != first["Port"]
+    view = register_c2(cluster)
+    assert view.incarnation_id == cluster.incarnations(1)[1]
+    assert view.listeners == (("CONTROLLER", host, second["Port"]),)
+    regs = [r for r in cluster.registrations() if r.controller_id == 1]
+    assert [r.endpoints for r in regs] == [(("CONTROLLER", host, first["Port"]),),
+                                           (("CONTROLLER", host, second["Port"]),)]
+    assert [cluster.ephemeral_port_run(1, p["Port"]) for p in (first, second)] == [0, 1]
+    assert cluster.ephemeral_port_run(0, 9093) is None
+
+
+def test_controller_describe_cluster_lists_the_latest_registrations_endpoint():
+    """R-21, D-1.3: C1 answers from the registrations it has replayed, the last one of each
+    controller (R-18), at the host and port that record carries: after C2's restart and
+    re-registration, its new run's port, not the old one's."""
+    from impl.sim import Event
+    cluster = endpoints_cluster()
+    c2 = cluster.nodes[1]
+    register_c2(cluster)
+    old = c2.registration.listeners[0]["Port"]
+    assert cluster.apply(Event("client_sends_request", ("D1",)))
+    restart(cluster, 1)
+    register_c2(cluster)
+    new = c2.registration.listeners[0]["Port"]
+    assert cluster.apply(Event("client_sends_request", ("D2",)))
+    results = cluster.client_results()
+    host = cluster.canonical_host(1)
+    (d1,), (d2,) = results["D1"], results["D2"]
+    assert d1.error_code == d2.error_code == 0
+    assert d1.endpoints == {(0, "CONTROLLER", "c1", 9093), (1, "CONTROLLER", host, old)}
+    assert d2.endpoints == {(0, "CONTROLLER", "c1", 9093), (1, "CONTROLLER", host, new)}
+
+
+def test_a_port_zero_or_blank_host_controller_registration_is_refused_unless_unchecked():
+    """R-14, EP-4 (``ListenerInfo.toControllerRegistrationRecord``): an endpoint with port 0
+    or a blank host is UNKNOWN_SERVER_ERROR (-1), nothing appended; before KAFKA-15458 the
+    controller copied it as it came (``check_controller_endpoints`` False)."""
+    from impl.protocol.errors import UNKNOWN_SERVER_ERROR
+    for listener in ({"Name": "CONTROLLER", "Host": "c2", "Port": 0, "SecurityProtocol": 0},
+                     {"Name": "CONTROLLER", "Host": " ", "Port": 9093, "SecurityProtocol": 0}):
+        body = dict(manager().request_data(), Listeners=[listener])
+        quorum = RaftQuorum((1, 2), leader_id=1)
+        reply = QuorumController(1, quorum, AUTH, random.Random(0)
+                                 ).controller_handles_registration(CTX, body)
+        assert reply.error_code == UNKNOWN_SERVER_ERROR and not quorum.uncommitted
+        unchecked = QuorumController(1, quorum, AUTH, random.Random(0),
+                                     check_controller_endpoints=False)
+        assert unchecked.controller_handles_registration(CTX, body) is None
+        quorum.commit()
+        assert quorum.registrations()[2]["EndPoints"] == [listener]
+
+
+def test_registers_unresolved_endpoints_switch_sends_and_records_them_as_configured():
+    """The registers-unresolved-endpoints design (KAFKA-15458, EP-6): C2 sends CONTROLLER as
+    configured, a blank host and port 0, without R-5's check; C1 copies it unchecked, and
+    DescribeCluster hands it to clients."""
+    from impl.cluster.wiring import REGISTERS_UNRESOLVED_ENDPOINTS
+    from impl.sim import Event
+    cluster = endpoints_cluster(bugs=(REGISTERS_UNRESOLVED_ENDPOINTS,))
+    view = register_c2(cluster)
+    assert view.listeners == (("CONTROLLER", "", 0),)
+    assert [r.endpoints for r in cluster.registrations() if r.controller_id == 1] == [
+        (("CONTROLLER", "", 0),)]
+    # registered before the run, C1 had resolved its own (EP-1)
+    assert cluster.registrations()[0].endpoints == (("CONTROLLER", "c1", 9093),)
+    assert cluster.apply(Event("client_sends_request", ("D1",)))
+    (d1,) = cluster.client_results()["D1"]
+    assert (1, "CONTROLLER", "", 0) in d1.endpoints
+    # without the switch the same cluster resolves them
+    assert register_c2(endpoints_cluster()).listeners[0][1:] != ("", 0)

@@ -179,9 +179,9 @@ def test_each_kind_names_its_own_fields_in_the_same_positions():
     # the kinds' own names, not one generic name with a meaning per kind
     assert message((2, 1, 0, 0, 1, 3, 0, 1)).incarnation_id == 3
     assert message((0, 1, 0, 1, 4, 7, 1, 1)).client == 4
-    assert record((1, 1, 2, 1, 0, False, True, 0, 0)).controller_id == 1
-    assert record((3, 1, 0, 1, 0, False, True, 5, 1)).broker_epoch == 5
-    assert record((4, 1, 5, 1, 0, False, True, -1, 0)).fenced == -1
+    assert record((1, 1, 2, 1, 0, False, True, 0, 0, 0)).controller_id == 1
+    assert record((3, 1, 0, 1, 0, False, True, 5, 1, -1)).broker_epoch == 5
+    assert record((4, 1, 5, 1, 0, False, True, -1, 0, 0)).fenced == -1
     assert message((6, 1, 0, 0, 2, 5, 7, 1)).metadata_offset == 7
     assert message((7, 0, 1, 0, 2, 77, 1, 5)).registered_epoch == 5
     assert item((0, 5, 0, False, 1, -1)).client == 5

@@ -33,9 +33,9 @@ from properties.explore import explore, replay
 from properties.kafka_spec import KafkaSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the largest tiny configurations (13,832-36,447 states): their correct design is slow-tier
+# the largest tiny configurations (10,941-36,447 states): their correct design is slow-tier
 SLOW_TINY = ("kraft-registration", "kraft-listeners", "kraft-misconfigured",
-             "kraft-broker-registration")
+             "kraft-broker-registration", "kraft-controller-endpoints", "kraft-broker-endpoints")
 
 
 def _summary(r) -> tuple:

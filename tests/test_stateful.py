@@ -33,9 +33,12 @@ SEEDED = [name for name, v in VARIANTS.items() if v.kind == "seeded"
           and set(v.breaks) & set(registry.PROPERTY_IDS)]
 # The default tier (docs/ci.md): the correct design's ci run on one configuration of each mode,
 # the cheapest; the others run in the slow tier.  reforward-forwarded's ci run is the slow
-# tier's too: the default one repeats it (test_same_seed_same_trace_and_same_run).
+# tier's too: the default one repeats it (test_same_seed_same_trace_and_same_run); so are
+# the three that take the ci profile longest to find (each is found by the explorer in the
+# default tier, and by fuzz's ci profile in `kipcheck check`)
 CI_RUN_DEFAULT = ("zk-forward-zombie", "kraft-registration-leader-change")
-FOUND_SLOW = ("reforward-forwarded",)
+FOUND_SLOW = ("reforward-forwarded", "registration-bumps-same-incarnation",
+              "forward-without-deadline", "describe-lists-fenced-brokers")
 
 
 @pytest.fixture(autouse=True)

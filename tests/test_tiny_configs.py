@@ -20,6 +20,8 @@ PINNED = {
     "kraft-misconfigured": (18360, 18360),
     "kraft-registration-leader-change": (2679, 2679),
     "kraft-broker-registration": (30390, 30390),
+    "kraft-controller-endpoints": (10941, 10941),
+    "kraft-broker-endpoints": (23975, 23975),
 }
 
 

@@ -16,7 +16,8 @@ from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
                          ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE,
                          REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, EnvelopeRequest,
+                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, STATIC_ENDPOINTS,
+                         UNRESOLVED_ENDPOINTS, EnvelopeRequest,
                          EnvelopeResponse, Event, ForwardItem, MutationRecord, RegistrationItem,
                          Reply, Response, Write)
 from model.step import Step
@@ -375,8 +376,8 @@ def effect_describe_controllers_from_voters():
                           S("client_sends_request", c))
     (g,), (b,) = good.clients[c].responses, bad.clients[c].responses
     assert g.code == b.code == kafka.NONE
-    assert {node for node, _ in g.endpoints} < {node for node, _ in b.endpoints}
-    assert {node for node, _ in b.endpoints} == set(cfg.controllers())
+    assert {node for node, _, _ in g.endpoints} < {node for node, _, _ in b.endpoints}
+    assert {node for node, _, _ in b.endpoints} == set(cfg.controllers())
 
 
 def effect_controller_describe_without_alter():
@@ -472,9 +473,11 @@ def effect_metadata_all_listeners():
     pre, good, bad = both("kraft-listeners", "metadata-all-listeners", [],
                           S("client_sends_request", 0))
     client, internal = lidx("kraft-listeners", "CLIENT"), lidx("kraft-listeners", "INTERNAL")
-    assert good.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset({(0, client)})),)
+    static = STATIC_ENDPOINTS
+    assert good.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
+        {(0, client, static)})),)
     assert bad.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
-        {(0, client), (0, internal), (1, internal)})),)
+        {(0, client, static), (0, internal, static), (1, internal, static)})),)
 
 
 # ------------------------------------------------------------------------------------------
@@ -522,6 +525,47 @@ def effect_heartbeat_checks_record_offset():
     assert pre.nodes[1].broker_epoch == 1
 
 
+# ------------------------------------------------------------------------------------------
+# kraft-controller-endpoints, kraft-broker-endpoints
+
+
+def effect_registers_unresolved_endpoints():
+    """C2 (CONTROLLER advertised with a blank host and port 0) sends its registration:
+    shipped, with the endpoints its incarnation 0 resolved and bound; the variant sends them as
+    configured, unresolved, and C1 copies them into the RegisterControllerRecord."""
+    prefix = [S("node_replays_record", 1), S("controller_sends_registration", 1),
+              S("channel_discovers_controller", 1)]
+    pre, good, bad = both("kraft-controller-endpoints", "registers-unresolved-endpoints", prefix,
+                          S("channel_sends_request", 1))
+    (g,), (b,) = new_msgs(pre, good), new_msgs(pre, bad)
+    assert (g.kind, g.incarnation_id, g.endpoints) == (REGISTRATION_REQUEST, 0, 0)
+    assert (b.kind, b.incarnation_id, b.endpoints) == (REGISTRATION_REQUEST, 0,
+                                                       UNRESOLVED_ENDPOINTS)
+    cfg, bad_design = CONFIGS["kraft-controller-endpoints"], VARIANTS[
+        "registers-unresolved-endpoints"].design
+    after = model_next.step(bad, cfg, bad_design,
+                            Step("controller_handles_registration", (tuple(b),)))
+    (rec, _), = after.quorum.uncommitted
+    assert (rec.kind, rec.controller_id, rec.endpoints) == (REGISTER_CONTROLLER, 1,
+                                                            UNRESOLVED_ENDPOINTS)
+
+
+def effect_describe_lists_fenced_brokers():
+    """B2 registers, fenced until it has caught up, and replays its own RegisterBrokerRecord;
+    D1 asks B2 for the brokers: shipped, none is listed (B2's registration is fenced, L-27);
+    the variant lists the endpoint B2's incarnation 0 bound."""
+    prefix = [S("broker_sends_registration", 1),
+              deliver("controller_handles_broker_registration", BROKER_REGISTRATION_REQUEST,
+                      1, 0),
+              S("controller_commits_records"), S("node_replays_record", 1)]
+    pre, good, bad = both("kraft-broker-endpoints", "describe-lists-fenced-brokers", prefix,
+                          S("client_sends_request", 0))
+    client = lidx("kraft-broker-endpoints", "CLIENT")
+    assert good.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset()),)
+    assert bad.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
+        {(1, client, 0)})),)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -547,6 +591,8 @@ EFFECTS = {
     "registration-bumps-same-incarnation": effect_registration_bumps_same_incarnation,
     "broker-reregistration-bumps-epoch": effect_broker_reregistration_bumps_epoch,
     "heartbeat-checks-record-offset": effect_heartbeat_checks_record_offset,
+    "registers-unresolved-endpoints": effect_registers_unresolved_endpoints,
+    "describe-lists-fenced-brokers": effect_describe_lists_fenced_brokers,
 }
 
 

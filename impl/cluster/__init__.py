@@ -4,7 +4,9 @@ deterministic simulator's network (``impl/sim.py``).
 Each node is a process with Kafka's parts:
 
 - every node: its ``server.properties`` validated by ``impl.config`` (L-0..L-27), listeners
-  bound to addresses, a principal it authenticates as;
+  bound to addresses (port 0: a fresh port per process run, EP-5), a principal it
+  authenticates as; a KRaft node registers its advertised listeners as the run resolved them
+  (EP-1);
 - a broker: the metadata cache's controller, a ``ForwardingManager`` on a ``ControllerChannel``
   (F-1..F-21, table 1.6), DescribeCluster (D-2), and in ZK mode its ``KafkaController`` and the
   EnvelopeRequest receiving side (F-22..F-27) over a shared ZooKeeper (``impl/zk_controller``);
@@ -40,8 +42,8 @@ from impl.cluster.observation import (BrokerRegistrationView, ClientResult, Clus
                                       DurableWrite, MessageView, Registration)
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
-from impl.cluster.wiring import (KAFKA_REGISTRATION_NO_RECHECK, REGISTRATION_BUGS, Acls,
-                                 ClusterWiring, Conn, Node)
+from impl.cluster.wiring import (KAFKA_REGISTRATION_NO_RECHECK, REGISTERS_UNRESOLVED_ENDPOINTS,
+                                 REGISTRATION_BUGS, Acls, ClusterWiring, Conn, Node)
 
 
 class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
@@ -51,6 +53,7 @@ class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
 
 __all__ = [
     "Cluster", "STEPS", "FAULTS", "KAFKA_REGISTRATION_NO_RECHECK", "REGISTRATION_BUGS",
+    "REGISTERS_UNRESOLVED_ENDPOINTS",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",
     "ClusterWiring", "ClusterSteps", "ClusterObservation",

@@ -6,11 +6,15 @@ the cluster).
 - ``durable_writes``: the mutations made durable -- ZooKeeper writes (``KafkaZkClient``, with the
   controller epoch the writer held, Z-2) or committed KRaft records (``QuorumController``'s
   log, with the leader epoch);
-- ``registrations``/``registered``: the ``RegisterControllerRecord``s in the committed log and
-  whether a controller's ``ControllerRegistrationManager`` knows it is registered (R-1..R-22);
+- ``registrations``/``registered``: the ``RegisterControllerRecord``s in the committed log, with
+  their endpoints, and whether a controller's ``ControllerRegistrationManager`` knows it is
+  registered (R-1..R-22);
 - ``broker_registrations``/``broker_lifecycle``: the ``RegisterBrokerRecord``s in the committed
-  log (BR-5) and what a KRaft broker's ``BrokerLifecycleManager`` holds: registered, and its
-  broker epoch (BL-5, BL-8);
+  log (BR-5), with their endpoints, and what a KRaft broker's ``BrokerLifecycleManager`` holds:
+  registered, and its broker epoch (BL-5, BL-8);
+- ``ephemeral_port_run``/``endpoint_listener`` (from the wiring): which process run of a node
+  bound a port for a port-0 listener, and which listener an endpoint belongs to -- enough to
+  tell an endpoint as configured from one resolved by a given run (EP-1..EP-5);
 - ``message_views``/``view``: the messages in flight decoded from their bytes (EnvelopeRequest /
   EnvelopeResponse, ControllerRegistrationRequest / Response, BrokerRegistrationRequest /
   Response, BrokerHeartbeatRequest / Response);
@@ -33,7 +37,9 @@ class ClientResult:
     """A final response as the admin client received it."""
     error_code: int
     envelope_error: int = 0             # the EnvelopeResponse error that decided it (0: none)
-    endpoints: frozenset = frozenset()  # DescribeCluster: (node id, listener name)
+    # DescribeCluster: (node id, listener name, host, port) per node listed, the listener the
+    # node's endpoint at host:port belongs to (None: none of its listeners')
+    endpoints: frozenset = frozenset()
     response: bytes | None = None
 
 
@@ -44,10 +50,22 @@ class DurableWrite:
     writer_epoch: int           # ZK: the controller epoch it held (-1: none); KRaft: leader epoch
 
 
+def _endpoints(data) -> tuple:
+    """A registration record's EndPoints as (listener name, host, port), in order."""
+    return tuple((e["Name"], e["Host"], e["Port"]) for e in data.get("EndPoints", ()))
+
+
+def _listeners(body) -> tuple:
+    """A registration request's Listeners as (listener name, host, port), in order."""
+    return tuple((e["Name"], e["Host"], e["Port"]) for e in body.get("Listeners", ()))
+
+
 @dataclass(frozen=True)
 class Registration:
+    """A committed RegisterControllerRecord (R-15)."""
     controller_id: int
     incarnation_id: object
+    endpoints: tuple = ()       # its EndPoints: (listener name, host, port)
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,7 @@ class BrokerRegistrationView:
     broker_id: int
     incarnation_id: object
     broker_epoch: int
+    endpoints: tuple = ()       # its EndPoints: (listener name, host, port)
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,8 @@ class MessageView:
     broker_epoch: int = -1      # BrokerHeartbeatRequest, BrokerRegistrationResponse
     metadata_offset: int = -1   # BrokerHeartbeatRequest: CurrentMetadataOffset
     is_fenced: bool = True      # BrokerHeartbeatResponse: IsFenced
+    # Controller/BrokerRegistrationRequest: its Listeners as (listener name, host, port)
+    listeners: tuple = ()
 
 
 class ClusterObservation:
@@ -119,7 +140,8 @@ class ClusterObservation:
         return None
 
     def registrations(self) -> list:
-        return [Registration(e.record.data["ControllerId"], e.record.data["IncarnationId"])
+        return [Registration(e.record.data["ControllerId"], e.record.data["IncarnationId"],
+                             _endpoints(e.record.data))
                 for e in self.quorum.log if e.record.name == "RegisterControllerRecord"]
 
     def registered(self, node_id: int) -> bool:
@@ -129,7 +151,7 @@ class ClusterObservation:
     def broker_registrations(self) -> list:
         """The RegisterBrokerRecords of the committed log, in log order."""
         return [BrokerRegistrationView(e.record.data["BrokerId"], e.record.data["IncarnationId"],
-                                       e.record.data["BrokerEpoch"])
+                                       e.record.data["BrokerEpoch"], _endpoints(e.record.data))
                 for e in self.quorum.log if e.record.name == "RegisterBrokerRecord"]
 
     def broker_lifecycle(self, node_id: int) -> tuple:
@@ -164,11 +186,13 @@ class ClusterObservation:
             if m.api_key == CONTROLLER_REGISTRATION:
                 return MessageView(m.id, "ControllerRegistrationRequest", m.src, m.dst,
                                    m.listener, sender_principal=principal,
-                                   incarnation_id=body["IncarnationId"])
+                                   incarnation_id=body["IncarnationId"],
+                                   listeners=_listeners(body))
             if m.api_key == BROKER_REGISTRATION:
                 return MessageView(m.id, "BrokerRegistrationRequest", m.src, m.dst, m.listener,
                                    sender_principal=principal, broker_id=body["BrokerId"],
-                                   incarnation_id=body["IncarnationId"])
+                                   incarnation_id=body["IncarnationId"],
+                                   listeners=_listeners(body))
             if m.api_key == BROKER_HEARTBEAT:
                 return MessageView(m.id, "BrokerHeartbeatRequest", m.src, m.dst, m.listener,
                                    sender_principal=principal, broker_id=body["BrokerId"],

@@ -9,8 +9,10 @@ a bug in the implementation and propagates.  The handlers and the helpers only t
 - admin clients (``KafkaAdminClient`` over a reliable link): a request handled on arrival by the
   node it is sent to -- forwarded by a broker's ``ForwardingManager`` (F-1..F-21), handled by a
   controller directly (D-7), written to ZooKeeper by a non-forwarding ZK broker, DescribeCluster
-  (D-1, D-2), a forged EnvelopeRequest (F-22..F-30); the version is the broker's advertised
-  intersection (F-35);
+  (D-1, D-2: a controller lists the controller registrations it has replayed, a KRaft broker
+  whose brokers register the unfenced broker registrations it has replayed, each at the
+  endpoints its record carries), a forged EnvelopeRequest (F-22..F-30); the version is the
+  broker's advertised intersection (F-35);
 - the controller side: the receiving side of an EnvelopeRequest (``KafkaApis.handleEnvelope``,
   F-22..F-27; ``ControllerApis.handleEnvelopeRequest``, F-28..F-30, the inner request authorized
   as the client), the mutation written by the ``QuorumController`` or the ZK ``KafkaController``,
@@ -39,7 +41,7 @@ from impl.cluster.wiring import Conn, Node
 from impl.cluster_config import DESCRIBE, FORGED_ENVELOPE, ClientConfig
 from impl.context import RequestContext
 from impl.describe_cluster import (BrokerDescribeCluster, BrokerRegistration,
-                                   ControllerDescribeCluster)
+                                   ControllerDescribeCluster, kraft_alive_brokers)
 from impl.forwarding import (CLOSE, DISPATCH, ClientOutcome, envelope_response,
                              error_response_body, first_error, wrap_inner_response)
 from impl.kraft import mutation_response
@@ -257,7 +259,15 @@ class ClusterSteps:
             resp = ControllerDescribeCluster("kipcheck-cluster", self.acls.cluster).handle(
                 ctx, version, body, metadata_version=mv, registrations=regs,
                 leader_id=self.quorum.leader_id)
+        elif self.kraft and self.config.broker_registration:
+            # L-27: the registrations this broker has replayed, unfenced ones only, at the
+            # endpoints their records carry
+            brokers = kraft_alive_brokers(self.quorum.image(node.spec.node_id).brokers)
+            resp = BrokerDescribeCluster("kipcheck-cluster", self.acls.cluster,
+                                         random.Random(self.seed)).handle(
+                ctx, version, body, brokers=brokers)
         else:
+            # brokers that do not register stand registered from their configuration
             brokers = []
             for n, other in sorted(self.nodes.items()):
                 if other.role != "broker":
@@ -274,7 +284,8 @@ class ClusterSteps:
         endpoints = frozenset()
         if code == NONE:
             endpoints = frozenset((b["BrokerId"], self.endpoint_listener(b["BrokerId"], b["Host"],
-                                                                         b["Port"]))
+                                                                         b["Port"]),
+                                   b["Host"], b["Port"])
                                   for b in resp["Brokers"])
         data = encode_response(DESCRIBE_CLUSTER, version, header["CorrelationId"], resp)
         self._respond(c.name, ClientResult(code, 0, endpoints, data))
@@ -1057,6 +1068,7 @@ class ClusterSteps:
             return True
         node.alive = True
         node.run += 1
+        self._bind_listeners(n)             # a new SocketServer: port-0 listeners rebind (EP-5)
         if self.kraft and node.role == "controller":
             # still the leader if it was (no election happened): the new process activates a
             # fresh ClusterControlManager, a session contacted now for every registered

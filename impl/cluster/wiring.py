@@ -21,6 +21,13 @@ to the simulator's network (``impl/sim.py``).
   ``broker.session.timeout.ms`` and ``broker.heartbeat.interval.ms`` from the node's
   ``server.properties`` (BH-1).
 
+Every process run binds its listeners (``_bind_listeners``): a port-0 listener gets a fresh
+port from a per-cluster counter, as from the operating system (EP-5).  A KRaft node registers
+its advertised listeners as that run resolved them at start-up -- a blank host becomes the
+node's canonical host name, port 0 the port the run bound (EP-1, EP-3, EP-4) -- so each run of
+a node with an ephemeral port registers its own endpoint; the bug
+``registers-unresolved-endpoints`` registers them as configured (EP-6, KAFKA-15458).
+
 Restarting a node (``node_restarts``, in ``steps``) goes through the same start-up code.
 """
 from __future__ import annotations
@@ -37,10 +44,10 @@ from impl.context import ControllerInfo
 from impl.forwarding import KRAFT_CONTROLLER, ZK_BROKER, EnvelopeReceiver, ForwardingManager
 from impl.kraft import ClusterAuthorizer, QuorumController, RaftQuorum, register_controller_record
 from impl.lifecycle import (BROKER_HEARTBEAT_INTERVAL_MS, BROKER_SESSION_TIMEOUT_MS,
-                            BrokerLifecycleManager)
+                            BrokerLifecycleManager, broker_listener_info)
 from impl.protocol.principal import KafkaPrincipal
-from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
-from impl.registration import ControllerRegistrationManager
+from impl.registration import (ControllerRegistrationManager, configured_listener_info,
+                               listener_info)
 from impl.sim import Network
 from impl.zk_controller import ZkCluster
 
@@ -56,8 +63,24 @@ from impl.zk_controller import ZkCluster
 KAFKA_REGISTRATION_NO_RECHECK = "registration-no-recheck-after-success"
 REGISTRATION_BUGS = {KAFKA_REGISTRATION_NO_RECHECK: "kafka_drops_check_while_pending"}
 
+# ``ClusterConfig.bugs``: every KRaft node registers its advertised listeners as configured,
+# a blank host and port 0 unresolved, and the active controller copies a controller's into its
+# RegisterControllerRecord unchecked -- Kafka before KAFKA-15458 (EP-6; the model's variant of
+# that name).  A broker's are still refused (BR-4.8).  Default: resolved at start-up (EP-1).
+REGISTERS_UNRESOLVED_ENDPOINTS = "registers-unresolved-endpoints"
+
 # the cluster id every broker registers with and every controller expects (BR-4.2)
 CLUSTER_ID = "kipcheck-cluster"
+
+# where the ports the simulated operating system hands out for port-0 listeners start (Linux's
+# ip_local_port_range); one counter per cluster, so that every process run binds a fresh port
+EPHEMERAL_PORT_BASE = 32768
+
+
+def canonical_host_name(node_name: str) -> str:
+    """``InetAddress.getLocalHost().getCanonicalHostName()`` on the machine of node
+    ``node_name``: what a blank advertised host resolves to (EP-3)."""
+    return f"{node_name.lower()}.kipcheck.test"
 
 
 class Acls:
@@ -114,6 +137,9 @@ class Node:
     lifecycle: BrokerLifecycleManager | None = None
     cluster_control: ClusterControlManager | None = None
     incarnations: list = field(default_factory=list)
+    # per process run: the port each bound listener got (``SocketServer.boundPort``, EP-5):
+    # the configured one, or for port 0 one the operating system chose for that run
+    bound_ports: list = field(default_factory=list)
 
 
 class ClusterWiring:
@@ -142,10 +168,13 @@ class ClusterWiring:
         self._sent_on: dict = {}        # (node, run, correlation id) -> connection id
         self._correlation: dict = {}    # (node, run) -> the heartbeat channel's last id
         self.budget = None                           # fault budget for free-running runs
+        self.unresolved_endpoints = REGISTERS_UNRESOLVED_ENDPOINTS in self.bugs
+        self._next_ephemeral_port = EPHEMERAL_PORT_BASE
         for spec in config.nodes:
             props = spec.props()
             lc = listener_config.validate(props)
             self.nodes[spec.node_id] = Node(spec, lc, spec.role)
+            self._bind_listeners(spec.node_id)
         if self.kraft:
             self._start_kraft()
         else:
@@ -161,19 +190,65 @@ class ClusterWiring:
                 ranges[key] = (lo, min(hi, ranges[key][1]))
         return ranges
 
-    def _address(self, node_id: int, listener: str) -> tuple:
-        ep = self.nodes[node_id].listeners.advertised_endpoint(
-            listener, controller=self.nodes[node_id].role == "controller")
-        if ep is None:
-            for e in self.nodes[node_id].listeners.bound_listeners:
-                if e.listener_name == listener:
-                    ep = e
-        return ep.host, ep.port
+    # ---- endpoints (EP-1..EP-5) ------------------------------------------------------------------
+
+    def _bind_listeners(self, node_id: int) -> dict:
+        """A process run of ``node_id`` starts its ``SocketServer``: each bound listener gets its
+        configured port, a port-0 listener a fresh one from the operating system (the acceptor
+        opens its socket in its constructor, so the port is known before anything registers,
+        EP-5).  Recorded per run."""
+        node = self.nodes[node_id]
+        ports = {}
+        for e in node.listeners.bound_listeners:
+            if e.port != 0:
+                ports[e.listener_name] = e.port
+            else:
+                ports[e.listener_name] = self._next_ephemeral_port
+                self._next_ephemeral_port += 1
+        node.bound_ports.append(ports)
+        return ports
+
+    def canonical_host(self, node_id: int) -> str:
+        return canonical_host_name(self.nodes[node_id].spec.name)
+
+    def resolved_endpoints(self, node_id: int, run: int | None = None) -> dict:
+        """Listener name -> (host, port) of the node's advertised listeners (broker and
+        controller ones) as process run ``run`` (default: the current one) resolved them."""
+        node = self.nodes[node_id]
+        run = node.run if run is None else run
+        lc = node.listeners
+        out = {}
+        for listener in listener_info(lc.advertised_broker_listeners
+                                      + lc.advertised_controller_listeners,
+                                      self.canonical_host(node_id), node.bound_ports[run]):
+            out.setdefault(listener["Name"], (listener["Host"], listener["Port"]))
+        return out
 
     def endpoint_listener(self, node_id: int, host: str, port: int) -> str | None:
-        for e in self.nodes[node_id].listeners.bound_listeners:
-            if (e.host, e.port) == (host, port):
+        """The listener of ``node_id`` whose endpoint is ``host:port``: a bound listener as
+        configured (a blank host and ``""`` alike), or an advertised listener as one of the
+        node's process runs resolved it."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return None
+        for e in node.listeners.bound_listeners + node.listeners.advertised_listeners:
+            if ((e.host or ""), e.port) == ((host or ""), port):
                 return e.listener_name
+        for run in range(len(node.bound_ports)):
+            for name, address in self.resolved_endpoints(node_id, run).items():
+                if address == (host, port):
+                    return name
+        return None
+
+    def ephemeral_port_run(self, node_id: int, port: int) -> int | None:
+        """The process run of ``node_id`` that bound ``port`` for a port-0 listener, if any."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return None
+        ephemeral = {e.listener_name for e in node.listeners.bound_listeners if e.port == 0}
+        for run, ports in enumerate(node.bound_ports):
+            if any(ports.get(name) == port for name in ephemeral):
+                return run
         return None
 
     def _controller_listener(self, node_id: int) -> str:
@@ -218,9 +293,11 @@ class ClusterWiring:
             self._new_registration_manager(n)
         boot = []
         for c in cfg.initially_registered:
-            boot.append(register_controller_record(self.nodes[c].registration.request_data()
-                                                   if self.nodes[c].registration else
-                                                   self._registration_data(c)))
+            # registered by its running process, which resolved its listeners (EP-1)
+            data = (self.nodes[c].registration.request_data() if self.nodes[c].registration
+                    else self._registration_data(c))
+            boot.append(register_controller_record(
+                dict(data, Listeners=list(self._listener_info(c, resolve=True)))))
         running = {}
         if cfg.broker_registration:
             for b in cfg.initially_registered_brokers:
@@ -230,7 +307,9 @@ class ClusterWiring:
         self.quorum = RaftQuorum(controllers, cfg.metadata_version, ic, boot)
         for n, node in self.nodes.items():
             if node.role == "controller":
-                node.qc = QuorumController(n, self.quorum, self.acls.cluster, self.rng)
+                node.qc = QuorumController(n, self.quorum, self.acls.cluster, self.rng,
+                                           check_controller_endpoints=not
+                                           self.unresolved_endpoints)
                 node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
                                                  principal_serde=node.spec.principal_serde)
                 if cfg.broker_registration:
@@ -254,15 +333,18 @@ class ClusterWiring:
         return {"ControllerId": c, "IncarnationId": node.incarnations[-1],
                 "ZkMigrationReady": False, "Listeners": self._listener_info(c), "Features": []}
 
-    def _listener_info(self, c: int) -> list:
+    def _listener_info(self, c: int, resolve: bool | None = None) -> list:
+        """The ControllerRegistrationRequest's Listeners of controller ``c``'s current process
+        run (EP-1): its advertised controller listeners with a blank host resolved to the
+        canonical host name and port 0 to the port this run bound; as configured under
+        ``registers-unresolved-endpoints`` (``resolve`` None: as the cluster runs)."""
         lc = self.nodes[c].listeners
-        out = []
-        for name in lc.controller_listener_names:
-            host, port = self._address(c, name)
-            proto = lc.security_protocol_map.get(name, "PLAINTEXT")
-            out.append({"Name": name, "Host": host, "Port": port,
-                        "SecurityProtocol": SECURITY_PROTOCOL_IDS.get(proto, 0)})
-        return out
+        if resolve is None:
+            resolve = not self.unresolved_endpoints
+        if not resolve:
+            return list(configured_listener_info(lc.advertised_controller_listeners))
+        return list(listener_info(lc.advertised_controller_listeners, self.canonical_host(c),
+                                  self.nodes[c].bound_ports[self.nodes[c].run]))
 
     def _new_registration_manager(self, c: int) -> None:
         node = self.nodes[c]
@@ -270,8 +352,9 @@ class ClusterWiring:
         node.channel = self._channel_for(c, self.config.registration_retry_timeout_ms, provider)
         if self.config.registration:
             switches = {flag: True for bug, flag in REGISTRATION_BUGS.items() if bug in self.bugs}
-            node.registration = ControllerRegistrationManager(c, self.rng, self._listener_info(c),
-                                                              **switches)
+            node.registration = ControllerRegistrationManager(
+                c, self.rng, self._listener_info(c),
+                registers_unresolved_endpoints=self.unresolved_endpoints, **switches)
             node.incarnations.append(node.registration.incarnation_id)
             node.registration.start(node.channel)
         else:
@@ -309,13 +392,18 @@ class ClusterWiring:
     def _session_timeout_ms(self, n: int) -> int:
         return self._node_ms(n, "broker.session.timeout.ms", BROKER_SESSION_TIMEOUT_MS)
 
-    def _broker_listener_info(self, n: int) -> list:
-        """BL-2: the broker's advertised listeners (the controller listeners left out, L-25), as
-        the BrokerRegistrationRequest's Listeners."""
-        lc = self.nodes[n].listeners
-        return [{"Name": e.listener_name, "Host": e.host, "Port": e.port,
-                 "SecurityProtocol": SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0)}
-                for e in lc.advertised_broker_listeners]
+    def _broker_listener_info(self, n: int, resolve: bool | None = None) -> list:
+        """BL-2, EP-1: the broker's advertised listeners (the controller listeners left out,
+        L-25), the inter-broker listener first, as its current process run resolved them; the
+        BrokerRegistrationRequest's Listeners.  As configured under
+        ``registers-unresolved-endpoints`` (``resolve`` None: as the cluster runs)."""
+        node = self.nodes[n]
+        lc = node.listeners
+        if resolve is None:
+            resolve = not self.unresolved_endpoints
+        return list(broker_listener_info(lc.advertised_broker_listeners,
+                                         lc.inter_broker_listener_name, self.canonical_host(n),
+                                         node.bound_ports[node.run], resolve=resolve))
 
     def _new_lifecycle_manager(self, n: int, broker_epoch: int = -1) -> BrokerLifecycleManager:
         """One process run's BrokerLifecycleManager (BL-1, BL-2).  ``broker_epoch`` >= 0: the
@@ -337,7 +425,9 @@ class ClusterWiring:
         request = lifecycle.registration_request()
         data = {"BrokerId": lifecycle.node_id, "IsMigratingZkBroker": False,
                 "IncarnationId": lifecycle.incarnation_id, "BrokerEpoch": lifecycle.broker_epoch,
-                "EndPoints": request["Listeners"], "Features": request["Features"], "Rack": None,
+                # as the running process resolved them when it registered (EP-1)
+                "EndPoints": self._broker_listener_info(lifecycle.node_id, resolve=True),
+                "Features": request["Features"], "Rack": None,
                 "Fenced": False, "InControlledShutdown": False}
         if mv >= MV_3_7_IV2:
             data["LogDirs"] = list(lifecycle.log_dirs)

@@ -23,7 +23,8 @@ from model.actions import principal_index, target_listener
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
-                         REPLY_ENVELOPE, REPLY_REGISTRATION)
+                         REPLY_ENVELOPE, REPLY_REGISTRATION, STATIC_ENDPOINTS,
+                         UNRESOLVED_ENDPOINTS)
 from properties.symbolic.state import (FALSE, ITEM_FIELDS, TRUE, And, Eq, If, Not, Or, Sym, _f,
                                        ite)
 
@@ -77,7 +78,9 @@ def _respond(S: Sym, cfg: ModelConfig, c, code, envelope_error=0, endpoints=None
             continue
         fields = {"code": code, "envelope_error": envelope_error, "retried": retried}
         for x, lst in S.lay.endpoints:
-            fields[f"ep.{x}.{lst}"] = (endpoints or {}).get((x, lst), False)
+            listed, token = (endpoints or {}).get((x, lst), (False, 0))
+            fields[f"ep.{x}.{lst}"] = listed
+            fields[f"ept.{x}.{lst}"] = If(listed, token, 0) if not _f(listed) else 0
         S = S.seq_append(f"c{j}.responses", fields, when=hit)
     return S
 
@@ -89,6 +92,24 @@ def _advertised_version(S: Sym, cfg: ModelConfig, d: Design, n: int):
         return own
     known = S.node(n, "ctrl_versions")
     return If(Eq(known, NO_VERSIONS), own, If(known < own, known, own))
+
+
+def _advertised_endpoints(cfg: ModelConfig, d: Design, n: int, incarnation):
+    """The endpoints token process run ``incarnation`` of node ``n`` registers: resolved by
+    that run, or as configured under the variant (EP-1..EP-5, KAFKA-15458; model:
+    advertised_endpoints)."""
+    if d.registers_unresolved_endpoints and cfg.endpoints_need_resolving(n):
+        return UNRESOLVED_ENDPOINTS
+    return incarnation if cfg.endpoints_per_run(n) else STATIC_ENDPOINTS
+
+
+def _listener_endpoint(lst, endpoints):
+    """The endpoints token of one listener (model: listener_endpoint)."""
+    if lst.port == 0:
+        return endpoints
+    if lst.needs_resolving:
+        return If(Eq(endpoints, UNRESOLVED_ENDPOINTS), UNRESOLVED_ENDPOINTS, STATIC_ENDPOINTS)
+    return STATIC_ENDPOINTS
 
 
 def _metadata_version(S: Sym, n=None):
@@ -262,7 +283,8 @@ def _controller_accepts_mutation(S: Sym, cfg: ModelConfig, d: Design, r: int, re
     leader = Eq(S["q.leader"], r)
     refused = _reply_not_controller(S, cfg, d, r, reply)
     record = {"kind": MUTATION_RECORD, "a": req, "b": 0, "epoch": S["q.epoch"], "writer": r,
-              "via_envelope": via_envelope, "sender_cluster_action": sender_ca, "c": 0, "d": 0}
+              "via_envelope": via_envelope, "sender_cluster_action": sender_ca, "c": 0, "d": 0,
+              "e": 0}
     if d.ack_before_commit:
         A = _send_reply(S, cfg, r, reply, kafka.NONE, kafka.NONE)
         pending = dict(record, has_reply=False, reply_how=0, reply_to=0, reply_key=0,
@@ -347,26 +369,38 @@ def _node_handles_describe_cluster(S: Sym, cfg: ModelConfig, d: Design, c: int, 
         out = _respond(S, cfg, c, kafka.MISMATCHED_ENDPOINT_TYPE)                      # D-3.2
     else:
         name = cfg.listener_names[listener]
-        member = {}
+        member = {}             # node -> (listed, endpoints token)
         if is_controller and d.describe_controllers_from_voters:
             for x in cfg.controllers():                       # the static quorum voters
-                member[x] = TRUE
+                member[x] = (TRUE, STATIC_ENDPOINTS)
         elif is_controller:
-            # R-21: registrations in the log this controller has replayed
+            # R-21: registrations in the log this controller has replayed, the last one of
+            # each controller (R-18) with the endpoints it carries ("c")
             upto = S.node(n, "replayed")
             for x in range(len(cfg.nodes)):
-                member[x] = Or(*(And(used, k < upto,
-                                     Eq(S[f"q.log.{k}.kind"], REGISTER_CONTROLLER),
-                                     Eq(S[f"q.log.{k}.a"], x))
-                                 for k, used in S.seq_items("q.log")))
+                found, token = FALSE, STATIC_ENDPOINTS
+                for k, used in S.seq_items("q.log"):
+                    hit = And(used, k < upto, Eq(S[f"q.log.{k}.kind"], REGISTER_CONTROLLER),
+                              Eq(S[f"q.log.{k}.a"], x))
+                    found, token = Or(found, hit), If(hit, S[f"q.log.{k}.c"], token)
+                member[x] = (found, token)
+        elif cfg.broker_registration:
+            # The registered brokers that are not fenced (or, under
+            # describe_lists_fenced_brokers, all of them) come from the log's broker
+            # registrations, which this encoding does not state: such a configuration is
+            # refused before any step is built (next.unencoded_actions).
+            raise ValueError(f"{cfg.name}: brokers answer from broker registrations, which the "
+                             f"encoding does not state (describe_lists_fenced_brokers="
+                             f"{d.describe_lists_fenced_brokers})")
         else:
             for x in cfg.brokers():                                                    # L-27
-                member[x] = S.node(x, "alive")
+                member[x] = (S.node(x, "alive"), STATIC_ENDPOINTS)
         endpoints = {}
-        for x, cond in member.items():
+        for x, (listed, token) in member.items():
             for lst in cfg.nodes[x].listeners:
                 if lst.name == name or d.metadata_all_listeners:
-                    endpoints[(x, cfg.listener_index(lst.name))] = cond
+                    endpoints[(x, cfg.listener_index(lst.name))] = (
+                        listed, _listener_endpoint(lst, token))
         out = _respond(S, cfg, c, kafka.NONE, endpoints=endpoints)
     if is_controller:
         if denied is not None:
@@ -495,7 +529,8 @@ def channel_sends_request(S: Sym, cfg: ModelConfig, d: Design, n: int):
         msg = {"kind": If(fwd, ENVELOPE_REQUEST, REGISTRATION_REQUEST), "src": n, "dst": p,
                "listener": listener, "key": If(fwd, item["key"], n),
                "a": If(fwd, S.client(item["key"], "version"), item["key"]),
-               "b": If(fwd, item["hops"], 0), "sender_principal": me}
+               "b": If(fwd, item["hops"], _advertised_endpoints(cfg, d, n, item["key"])),
+               "sender_principal": me}
         versions = If(fwd, cfg.nodes[p].api_max, S.node(n, "ctrl_versions"))
         sent = S.seq_pop_front(f"n{n}.ch.queue")
         sent = sent.set({f"n{n}.ch.cached": p, f"n{n}.ch.inflight.present": True,
@@ -632,7 +667,7 @@ def controller_commits_records(S: Sym, cfg: ModelConfig, d: Design):
         # every uncommitted record appended in order (flat: record i lands at len + i)
         S2 = S.seq_extend("q.log", "q.uncommitted", {f: f for f in (
             "kind", "a", "b", "epoch", "writer", "via_envelope", "sender_cluster_action", "c",
-            "d")})
+            "d", "e")})
         S2 = S2.seq_clear("q.uncommitted")
         # the active controller applied these records when it generated them; its
         # publishers (its registration manager, R-8) see them as committed now
@@ -702,12 +737,18 @@ def controller_handles_registration(S: Sym, cfg: ModelConfig, d: Design, j: int)
         denied = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.CLUSTER_AUTHORIZATION_FAILED)
         not_leader = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.NOT_CONTROLLER)
         old_mv = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
+        unserializable = _send_reply(S1, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
         pending = {"kind": REGISTER_CONTROLLER, "a": m["src"], "b": incarnation,
                    "epoch": S["q.epoch"],
                    "writer": r, "via_envelope": False, "sender_cluster_action": True,
-                   "c": 0, "d": 0, "has_reply": True, **{f"reply_{f}": x for f, x in reply.items()}}
+                   "c": m["b"], "d": 0, "e": 0, "has_reply": True,
+                   **{f"reply_{f}": x for f, x in reply.items()}}
         appended = S1.seq_append("q.uncommitted", pending)
-        out = ite(_metadata_version(S) < kafka.MV_3_7_IV0, old_mv, appended)
+        # R-14: unresolved endpoints cannot be serialized, unless copied unchecked (the
+        # registers-unresolved-endpoints variant, before KAFKA-15458)
+        out = appended if d.registers_unresolved_endpoints else ite(
+            Eq(m["b"], UNRESOLVED_ENDPOINTS), unserializable, appended)
+        out = ite(_metadata_version(S) < kafka.MV_3_7_IV0, old_mv, out)
         out = ite(Not(Eq(S["q.leader"], r)), not_leader, out)
         out = ite(Not(_allows(cfg, m["sender_principal"], kafka.CLUSTER_ACTION)), denied, out)
         return S.node(r, "alive"), out

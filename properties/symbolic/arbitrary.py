@@ -31,7 +31,8 @@ from model.config import CONTROLLER_LISTENER, INTER_BROKER_LISTENER, KRAFT, Desi
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
-                         REPLY_ENVELOPE, REPLY_REGISTRATION, ITEM_TYPES, MSG_ARITY, MSG_TYPES,
+                         REPLY_ENVELOPE, REPLY_REGISTRATION, STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS,
+                         ITEM_TYPES, MSG_ARITY, MSG_TYPES,
                          RECORD_TYPES, Channel, Client, ControllerRegistrationRequest,
                          ControllerRegistrationResponse, EnvelopeRequest, EnvelopeResponse, Event,
                          Item, Msg, MutationRecord, Node, Quorum, Record, RegisterControllerRecord,
@@ -199,7 +200,10 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
         need(cl.sent_at == NO_TIME or cl.sent_at >= 0, f"{p}.sent_at")
         for k, r in enumerate(cl.responses):
             need(isinstance(r, Response) and isinstance(r.endpoints, frozenset)
-                 and r.endpoints <= set(w.endpoints), f"{p}.responses[{k}]: {r!r}")
+                 and all(isinstance(e, tuple) and len(e) == 3 and e[:2] in w.endpoints
+                         and type(e[2]) is int for e in r.endpoints)
+                 and len({e[:2] for e in r.endpoints}) == len(r.endpoints),
+                 f"{p}.responses[{k}]: {r!r}")
             ints(f"{p}.responses[{k}]", r.code, r.envelope_error)
             bools(f"{p}.responses[{k}]", r.retried)
     need(isinstance(s.network, frozenset), "network: not a frozenset")
@@ -325,7 +329,8 @@ def _msg(w: Domain, s: State, rng, kind=None) -> Msg:
         principal = w.own_principal[src] if rng.random() < 0.8 else rng.choice(w.principals)
         listener = w.target[dst] if rng.random() < 0.8 else listener
         return ControllerRegistrationRequest(kind, src, dst, listener, src,
-                                             _older(rng, s.nodes[src].incarnation), 0, principal)
+                                             _older(rng, s.nodes[src].incarnation),
+                                             rng.choice(ENDPOINT_TOKENS), principal)
     dst = rng.choice(_live(s, w.registrants))
     return ControllerRegistrationResponse(kind, rng.choice(w.peers), dst, listener, dst,
                                           _error(rng), _older(rng, s.nodes[dst].incarnation))
@@ -368,6 +373,10 @@ def _write(w: Domain, s: State, rng) -> Write:
                  privileged and via, ca and via)
 
 
+# endpoints tokens an arbitrary registration or response may carry (model.state)
+ENDPOINT_TOKENS = (STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS, 0, 1, 2)
+
+
 def _record(w: Domain, s: State, rng, kind=None) -> Record:
     kind = rng.choice(w.record_kinds) if kind is None else kind
     q = s.quorum
@@ -376,7 +385,7 @@ def _record(w: Domain, s: State, rng, kind=None) -> Record:
     if kind == REGISTER_CONTROLLER:
         c = rng.choice(w.leaders)
         return RegisterControllerRecord(kind, c, _older(rng, s.nodes[c].incarnation), epoch,
-                                        writer)
+                                        writer, endpoints=rng.choice(ENDPOINT_TOKENS))
     via = rng.random() < 0.5
     return MutationRecord(kind, rng.choice(w.mutators), 0, epoch, writer, via,
                           rng.random() < (0.9 if via else 0.5))
@@ -394,7 +403,8 @@ def _pending(w: Domain, s: State, rng) -> tuple:
 
 
 def _response(w: Domain, s: State, rng) -> Response:
-    eps = frozenset(e for e in w.endpoints if rng.random() < 0.5)
+    eps = frozenset(e + (rng.choice(ENDPOINT_TOKENS),) for e in w.endpoints
+                    if rng.random() < 0.5)
     return Response(_error(rng), rng.choice((0, 0, 0, _error(rng))), eps, rng.random() < 0.3)
 
 

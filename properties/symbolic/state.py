@@ -53,7 +53,8 @@ WRITE_FIELDS = (("req", "i"), ("writer", "i"), ("writer_epoch", "i"), ("zk_epoch
                 ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"),
                 ("zk_holder", "i"))
 RECORD_FIELDS = (("kind", "i"), ("a", "i"), ("b", "i"), ("epoch", "i"), ("writer", "i"),
-                 ("via_envelope", "b"), ("sender_cluster_action", "b"), ("c", "i"), ("d", "i"))
+                 ("via_envelope", "b"), ("sender_cluster_action", "b"), ("c", "i"), ("d", "i"),
+                 ("e", "i"))
 PENDING_FIELDS = RECORD_FIELDS + (("has_reply", "b"),) + tuple(
     (f"reply_{f}", s) for f, s in REPLY_FIELDS)
 RESPONSE_FIELDS = (("code", "i"), ("envelope_error", "i"), ("retried", "b"))
@@ -117,7 +118,9 @@ class Layout:
         self.m = len(cfg.clients)
         kraft = cfg.mode == KRAFT
         self.kraft = kraft
-        # endpoints a DescribeCluster response may list: (node, listener index) pairs
+        # endpoints a DescribeCluster response may list: (node, listener index) pairs; a
+        # response slot holds, per pair, whether it is listed (``ep``) and the endpoints token
+        # of the registration it came from (``ept``, 0 when not listed)
         self.endpoints = tuple((x, cfg.listener_index(lst.name))
                                for x in range(self.n) for lst in cfg.nodes[x].listeners) \
             if any(c.kind == DESCRIBE for c in cfg.clients) else ()
@@ -164,6 +167,7 @@ class Layout:
                     var(f"{p}responses.{k}.{f}", s)
                 for x, lst in self.endpoints:
                     var(f"{p}responses.{k}.ep.{x}.{lst}", "b")
+                    var(f"{p}responses.{k}.ept.{x}.{lst}", "i")
         for j in range(self.cap.network):
             var(f"net.{j}.present", "b")
             for f, s in MSG_FIELDS:
@@ -248,9 +252,12 @@ class Layout:
                 r = cl.responses[k] if k < len(cl.responses) else None
                 for f, s in RESPONSE_FIELDS:
                     out[f"{p}responses.{k}.{f}"] = getattr(r, f) if r else _DEFAULT[s]
+                listed = {} if not r else {(x, lst): t for x, lst, t in r.endpoints}
                 for x, lst in self.endpoints:
-                    out[f"{p}responses.{k}.ep.{x}.{lst}"] = bool(r) and (x, lst) in r.endpoints
-                if r and r.endpoints and not r.endpoints <= set(self.endpoints):
+                    out[f"{p}responses.{k}.ep.{x}.{lst}"] = (x, lst) in listed
+                    out[f"{p}responses.{k}.ept.{x}.{lst}"] = listed.get((x, lst), 0)
+                if len(listed) != len(r.endpoints if r else ()) or \
+                        not set(listed) <= set(self.endpoints):
                     raise ValueError(f"endpoints {sorted(r.endpoints)} outside the layout")
         msgs = sorted(state.network)
         if len(msgs) > self.cap.network:
@@ -314,7 +321,7 @@ class Layout:
             rs = []
             for k in range(val(p + "responses.len")):
                 q = f"{p}responses.{k}."
-                eps = frozenset((x, lst) for x, lst in self.endpoints
+                eps = frozenset((x, lst, val(f"{q}ept.{x}.{lst}")) for x, lst in self.endpoints
                                 if val(f"{q}ep.{x}.{lst}"))
                 rs.append(Response(val(q + "code"), val(q + "envelope_error"), eps,
                                    val(q + "retried")))
