@@ -63,6 +63,10 @@ class ClusterConfig:
     # brokers registered (unfenced, broker epoch = the record's offset) in the initial log, whose
     # running process has been asked to register again (BL-8)
     initially_registered_brokers: tuple = ()
+    # ZK brokers register /brokers/ids/<id> with their advertised endpoints (at start-up, again
+    # after every session expiry, rewritten by a dynamic listener update) and answer
+    # DescribeCluster from those registrations (ZB-1..ZB-10)
+    zk_broker_registration: bool = False
     zk_forwarding: bool = True
     forward_retry_timeout_ms: int = KRAFT_FORWARD_RETRY_TIMEOUT_MS
     registration_retry_timeout_ms: int = REGISTRATION_RETRY_TIMEOUT_MS

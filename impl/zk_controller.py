@@ -1,4 +1,5 @@
-"""The ZK-mode controller: election, the event queue and single-writer fencing (rules Z-1..Z-7).
+"""The ZK-mode controller: election, the event queue and single-writer fencing (rules Z-1..Z-7),
+and the brokers' registration in ``/brokers/ids`` (ZB-1..ZB-10).
 
 What ``KafkaController`` and ``KafkaZkClient`` do (``docs/rules.md`` section 4), on the
 in-memory ensemble of ``impl/zk.py``, sans I/O:
@@ -29,6 +30,16 @@ in-memory ensemble of ``impl/zk.py``, sans I/O:
   through -- unless the CheckOp on the epoch zkVersion it won at election rejects it.
   ``check_epoch_zk_version=False`` removes that CheckOp: a deliberately injected bug.
 
+- Broker registration (ZB-1..ZB-10): ``BrokerInfo`` and its JSON (``BrokerIdZNode.encode``,
+  version 5 from IBP 2.7-IV0, ZB-3), ``create_broker_info`` (``KafkaServer.createBrokerInfo``,
+  ZB-2), ``KafkaZkClient.register_broker`` (``checkedEphemeralCreate``: a multi of a null-data
+  ephemeral create and a SetData at version 0, the broker epoch its czxid, ZB-4; NODEEXISTS
+  handled by ``getAfterNodeExists``, ZB-5) and ``update_broker_info`` (SetData at any version,
+  ZB-9).  ``ZkBroker`` holds ``KafkaController.brokerInfo``: it registers at start-up, queues
+  ``RegisterBrokerAndReelect`` when it handles a session expiry and re-registers that
+  BrokerInfo (ZB-6, ZB-7; ``send_registration`` then ``complete_registration``, the create on
+  its way in between), and ``update_broker_info`` replaces it and rewrites the znode.
+
 Every durable write carries a ``ZkWrite(request tag, writer broker id, writer's epoch)`` as the
 tag of its ZooKeeper transaction; ``zk_writes(zk)`` lists them in commit order (the model's
 observation ``writes``).
@@ -42,6 +53,7 @@ from typing import NamedTuple
 from collections.abc import Sequence
 
 # the Errors.java codes this module answers with (docs/rules.md section 5)
+from impl.kraft import LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VERSION
 from impl.protocol.errors import (NONE, NOT_CONTROLLER, STALE_CONTROLLER_EPOCH,
                                   UNKNOWN_SERVER_ERROR)
 from impl.zk import (MATCH_ANY_VERSION, CheckOp, Code, CreateMode, CreateOp, DeleteOp,
@@ -162,6 +174,183 @@ def acl_mutation(tag: object, resource_type: str, resource_name: str,
                       f"{resource_type}:{resource_name}".encode())
 
 
+# ---- /brokers/ids/<id>: the broker's registration (ZB-1..ZB-5) --------------------------------
+
+BROKER_IDS_PATH = "/brokers/ids"            # BrokerIdsZNode.path
+# MetadataVersion.LATEST_PRODUCTION: inter.broker.protocol.version's default
+DEFAULT_INTER_BROKER_PROTOCOL_VERSION = "3.9-IV0"
+NO_JMX_PORT = -1        # com.sun.management.jmxremote.port unset
+
+
+def broker_id_path(broker_id: int) -> str:
+    """``BrokerIdZNode.path``."""
+    return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def _metadata_version_key(version: str) -> tuple:
+    """An ``inter.broker.protocol.version`` ("2.7-IV0", "0.10.0-IV1", "3.7") as an ordering key
+    of ``MetadataVersion``: the release, then the IV (a bare release is its latest IV)."""
+    release, _, iv = version.strip().partition("-IV")
+    parts = tuple(int(p) for p in release.split("."))
+    return parts + (0,) * (3 - len(parts)), int(iv) if iv else 99
+
+
+@dataclass(frozen=True)
+class EndPoint:
+    """``kafka.cluster.EndPoint``: host None is the default interface (a blank host)."""
+    host: str | None
+    port: int
+    listener_name: str
+    security_protocol: str
+
+    @property
+    def connection_string(self) -> str:
+        """``EndPoint.connectionString``: ``LISTENER://host:port`` (``Utils.formatAddress``
+        brackets an IPv6 host), ``LISTENER://:port`` for a null host."""
+        if self.host is None:
+            hostport = f":{self.port}"
+        elif ":" in self.host:
+            hostport = f"[{self.host}]:{self.port}"
+        else:
+            hostport = f"{self.host}:{self.port}"
+        return f"{self.listener_name}://{hostport}"
+
+
+@dataclass(frozen=True)
+class Broker:
+    """``kafka.cluster.Broker``: ``features`` maps a supported feature to (min, max)."""
+    id: int
+    end_points: tuple                   # tuple[EndPoint], the advertised order
+    rack: str | None = None
+    features: tuple = ()                # ((name, (min_version, max_version)), ...)
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """``kafka.zk.BrokerInfo``: what a broker registers in ``/brokers/ids/<id>``.  ``version``
+    is the JSON version (``BrokerInfo.apply``: 5 from IBP 2.7-IV0, 4 from 0.10.0-IV1, else
+    2)."""
+    broker: Broker
+    version: int
+    jmx_port: int = NO_JMX_PORT
+
+    @staticmethod
+    def create(broker: Broker, inter_broker_protocol_version: str,
+               jmx_port: int = NO_JMX_PORT) -> BrokerInfo:
+        ibp = _metadata_version_key(inter_broker_protocol_version)
+        if ibp >= _metadata_version_key("2.7-IV0"):
+            version = 5
+        elif ibp >= _metadata_version_key("0.10.0-IV1"):
+            version = 4
+        else:
+            version = 2
+        return BrokerInfo(broker, version, jmx_port)
+
+    @property
+    def path(self) -> str:
+        return broker_id_path(self.broker.id)
+
+    def to_json_bytes(self, timestamp_ms: int) -> bytes:
+        return encode_broker_info(self, timestamp_ms)
+
+
+def encode_broker_info(info: BrokerInfo, timestamp_ms: int) -> bytes:
+    """``BrokerIdZNode.encode`` (ZB-3): ``version``, the top-level ``host``/``port`` of the
+    first endpoint whose security protocol is PLAINTEXT (else null and -1, for old clients),
+    ``endpoints`` as ``LISTENER://host:port``, ``jmx_port``, ``timestamp`` (ms at encode time,
+    a string), ``rack`` (if set, from version 3), ``listener_security_protocol_map`` (from
+    version 4), ``features`` {name: {min_version, max_version}} (from version 5)."""
+    broker = info.broker
+    plaintext = next((e for e in broker.end_points if e.security_protocol == "PLAINTEXT"),
+                     EndPoint(None, -1, "", ""))
+    js = {"version": info.version, "host": plaintext.host, "port": plaintext.port,
+          "endpoints": [e.connection_string for e in broker.end_points],
+          "jmx_port": info.jmx_port, "timestamp": str(timestamp_ms)}
+    if broker.rack is not None and info.version >= 3:
+        js["rack"] = broker.rack
+    if info.version >= 4:
+        js["listener_security_protocol_map"] = {e.listener_name: e.security_protocol
+                                                for e in broker.end_points}
+    if info.version >= 5:
+        js["features"] = {name: {"min_version": lo, "max_version": hi}
+                          for name, (lo, hi) in broker.features}
+    return _json(js)
+
+
+def _parse_endpoint(connection_string: str, protocols: dict) -> EndPoint:
+    """``EndPoint.createEndPoint``: ``LISTENER://host:port``, ``LISTENER://[v6]:port``,
+    ``LISTENER://:port`` (null host); the protocol from the map, else the listener's name."""
+    name, sep, hostport = connection_string.partition("://")
+    host, _, port = hostport.rpartition(":")
+    if not sep or not port.lstrip("-").isdigit():
+        raise ValueError(f"Unable to parse {connection_string} to a broker endpoint")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    name = name.upper()
+    return EndPoint(host or None, int(port), name, protocols.get(name, name))
+
+
+def decode_broker_info(broker_id: int, data: bytes) -> BrokerInfo:
+    """``BrokerIdZNode.decode``: version 1 is one PLAINTEXT endpoint from host and port;
+    later versions list ``endpoints`` with the protocol map's protocols."""
+    js = json.loads(data)
+    version = int(js["version"])
+    if version < 1:
+        raise ValueError(f"Unsupported version of broker registration: {data.decode()}")
+    if version == 1:
+        end_points = (EndPoint(js["host"], int(js["port"]), "PLAINTEXT", "PLAINTEXT"),)
+    else:
+        protocols = {k.upper(): v for k, v in
+                     (js.get("listener_security_protocol_map") or {}).items()}
+        end_points = tuple(_parse_endpoint(e, protocols) for e in js["endpoints"])
+    features = tuple(sorted((name, (int(r["min_version"]), int(r["max_version"])))
+                            for name, r in (js.get("features") or {}).items()))
+    return BrokerInfo(Broker(broker_id, end_points, js.get("rack"), features), version,
+                      int(js["jmx_port"]))
+
+
+def default_supported_features() -> tuple:
+    """``BrokerFeatures.defaultSupportedFeatures``: metadata.version from the minimum KRaft
+    level to the latest production one (no other production feature)."""
+    return ((METADATA_VERSION, (MINIMUM_KRAFT_VERSION, LATEST_PRODUCTION_MV)),)
+
+
+def _host_port(e) -> str:
+    """Scala's ``s"${e.host}:${e.port}"``: a null host is the text ``null``."""
+    return f"{'null' if e.host is None else e.host}:{e.port}"
+
+
+def create_broker_info(zk_client: KafkaZkClient, broker_id: int, advertised, *, now_ms: int,
+                       bound_ports: dict, canonical_host: str,
+                       inter_broker_protocol_version: str =
+                       DEFAULT_INTER_BROKER_PROTOCOL_VERSION,
+                       rack: str | None = None, jmx_port: int = NO_JMX_PORT,
+                       features: tuple | None = None) -> BrokerInfo:
+    """``KafkaServer.createBrokerInfo`` (ZB-2) from ``advertised``, the broker's current
+    ``effectiveAdvertisedListeners`` (``impl.config.Endpoint``s, dynamic updates included):
+
+    1. no *other* registered broker may have one of its ``host:port`` strings as configured
+       (port 0 and a blank host unresolved), else ValueError (Scala's ``require``);
+    2. port 0 becomes the port the listener is bound to (``bound_ports``);
+    3. a blank host becomes the canonical host name."""
+    configured = [_host_port(e) for e in advertised]
+    for other in zk_client.get_all_brokers_in_cluster(now_ms):
+        if other.id == broker_id:
+            continue
+        common = [s for s in map(_host_port, other.end_points) if s in configured]
+        if common:
+            raise ValueError(f"requirement failed: Configured end points {','.join(common)} in "
+                             f"advertised listeners are already registered by broker {other.id}")
+    end_points = []
+    for e in advertised:
+        port = bound_ports.get(e.listener_name, e.port) if e.port == 0 else e.port
+        host = e.host if (e.host or "").strip() else canonical_host
+        end_points.append(EndPoint(host, port, e.listener_name, e.security_protocol))
+    broker = Broker(broker_id, tuple(end_points), rack,
+                    default_supported_features() if features is None else features)
+    return BrokerInfo.create(broker, inter_broker_protocol_version, jmx_port)
+
+
 # --------------------------------------------------------------------------------------------
 
 # Kafka retries until connected, forever; a simulated fault injector that never reconnects
@@ -187,6 +376,8 @@ class KafkaZkClient:
         self.inbox: list[WatchedEvent] = []
         self._expiry_unhandled = False
         self._last_sent_ms = 0
+        # the session that made this client's last checked ephemeral create (KAFKA-7165)
+        self.current_zookeeper_session_id = -1
 
     # ---- session -------------------------------------------------------------------------
 
@@ -297,6 +488,84 @@ class KafkaZkClient:
         for t in ACL_RESOURCE_TYPES:
             self.create_recursive(f"{ACL_PATH}/{t}", now_ms, throw_if_path_exists=False)
         self.create_recursive(ACL_CHANGES_PATH, now_ms, throw_if_path_exists=False)
+
+    # ---- /brokers/ids (ZB-1..ZB-5, ZB-9) ----------------------------------------------------
+
+    def get_children(self, path: str, now_ms: int, watch: bool = False) -> list[str]:
+        try:
+            return self._call(lambda s: self.zk.get_children(s, path, watch=watch,
+                                                             now_ms=now_ms), now_ms)
+        except KeeperException as e:
+            if e.code == Code.NONODE:
+                return []
+            raise
+
+    def get_all_brokers_in_cluster(self, now_ms: int) -> list[Broker]:
+        """``getAllBrokersInCluster``: every ``/brokers/ids/<id>`` decoded, in id order; one
+        that went away meanwhile is left out."""
+        out = []
+        for broker_id in sorted(int(c) for c in self.get_children(BROKER_IDS_PATH, now_ms)):
+            got = self.get_data(broker_id_path(broker_id), now_ms)
+            if got is not None:
+                out.append(decode_broker_info(broker_id, got[0]).broker)
+        return out
+
+    def register_broker(self, broker_info: BrokerInfo, now_ms: int) -> int:
+        """``registerBroker`` (ZB-4): the checked ephemeral create of ``/brokers/ids/<id>``
+        with the BrokerInfo's JSON; returns the broker epoch, the znode's czxid."""
+        return self.checked_ephemeral_create(broker_info.path, broker_info.to_json_bytes(now_ms),
+                                             now_ms).czxid
+
+    def checked_ephemeral_create(self, path: str, data: bytes, now_ms: int) -> Stat:
+        """``CheckedEphemeral.create`` (ZB-4): one multi {Create(path, null data, EPHEMERAL),
+        SetData(path, data, version 0)}; OK returns the SetData's Stat (dataVersion 1, the
+        create's czxid).  NODEEXISTS goes to ``getAfterNodeExists`` (ZB-5); another error is
+        raised.  Then the session that created it is remembered (KAFKA-7165's workaround)."""
+        # ZooKeeper keeps a null create's data as an empty node; the SetData fills it
+        ops = [CreateOp(path, b"", CreateMode.EPHEMERAL), SetDataOp(path, data, 0)]
+        try:
+            results = self._call(lambda s: self.zk.multi(s, ops, now_ms=now_ms), now_ms)
+            stat = results[1].stat
+        except KeeperException as e:
+            if e.code != Code.NODEEXISTS:
+                raise KeeperException(e.code, path) from None
+            stat = self._get_after_node_exists(path, data, now_ms)
+        self.current_zookeeper_session_id = self.session_id
+        return stat
+
+    def _get_after_node_exists(self, path: str, data: bytes, now_ms: int) -> Stat:
+        """``getAfterNodeExists`` (ZB-5): the znode's owner is the session that created our
+        previous one and we are on another session -> delete it and create again (a new
+        czxid); owned by another session -> NODEEXISTS; by the current session -> its Stat,
+        the data not rewritten; gone meanwhile -> create again."""
+        got = self.get_data(path, now_ms)
+        if got is None:
+            return self.checked_ephemeral_create(path, data, now_ms)
+        owner = got[1].ephemeral_owner
+        if owner == self.current_zookeeper_session_id and \
+                self.session_id != self.current_zookeeper_session_id:
+            try:
+                self._call(lambda s: self.zk.delete(s, path, MATCH_ANY_VERSION, now_ms=now_ms),
+                           now_ms)
+            except KeeperException as e:
+                if e.code != Code.NONODE:
+                    raise KeeperException(e.code, path) from None
+            return self.checked_ephemeral_create(path, data, now_ms)
+        if owner != self.session_id:
+            raise KeeperException(Code.NODEEXISTS, path)
+        return got[1]
+
+    def update_broker_info(self, broker_info: BrokerInfo, now_ms: int) -> Stat:
+        """``updateBrokerInfo`` (ZB-9): SetData of ``/brokers/ids/<id>`` with the new JSON at
+        any version; a non-OK result (NONODE when the znode is gone) is raised as
+        ``KeeperException``.  The czxid, the broker epoch, stays."""
+        path = broker_info.path
+        data = broker_info.to_json_bytes(now_ms)
+        try:
+            return self._call(lambda s: self.zk.set_data(s, path, data, MATCH_ANY_VERSION,
+                                                         now_ms=now_ms), now_ms)
+        except KeeperException as e:
+            raise KeeperException(e.code, path) from None
 
     # ---- controller znodes ---------------------------------------------------------------
 
@@ -476,6 +745,13 @@ class KafkaZkClient:
 
 
 @dataclass(frozen=True)
+class PendingRegistration:
+    """A ``registerBroker`` on its way to ZooKeeper: the BrokerInfo read and its JSON."""
+    info: BrokerInfo
+    data: bytes
+
+
+@dataclass(frozen=True)
 class MutationResult:
     """The answer to a request whose mutation the controller processed: NONE (0),
     NOT_CONTROLLER (41) or UNKNOWN_SERVER_ERROR (-1), for the waiting request ``tag``."""
@@ -491,17 +767,32 @@ class ZkBroker:
 
     ``is_active`` is ``KafkaController.isActive`` (the receiving side's F-3/F-26 checks read
     it).  ``epoch``/``epoch_zk_version`` are the controller epoch and the ``/controller_epoch``
-    zkVersion won at election (-1 when not the controller)."""
+    zkVersion won at election (-1 when not the controller).
+
+    A broker started with a BrokerInfo registers in ``/brokers/ids`` (ZB-1..ZB-10):
+    ``broker_info`` is ``KafkaController.brokerInfo`` (what it registers, again after every
+    session expiry, ZB-7), ``broker_epoch`` its ``_brokerEpoch`` (the znode's czxid, ZB-4).
+    ``RegisterBrokerAndReelect``'s registration is two steps: ``send_registration`` (the event
+    runs: ``registerBroker`` reads ``brokerInfo`` and sends the create) and
+    ``complete_registration`` (ZooKeeper applies it, ZB-5 on NODEEXISTS).  Two switches keep
+    Kafka's flaws: ``broker_info_not_cached`` (before KAFKA-6573 a listener update wrote
+    ZooKeeper without updating ``brokerInfo``) and ``broker_info_update_races_registration``
+    (Kafka's config thread updates while a registration is on its way, ZB-10); by default an
+    update waits for the registration in flight."""
 
     def __init__(self, broker_id: int, zk: ZooKeeper, *, check_epoch_zk_version: bool = True,
                  session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS, now_ms: int = 0,
-                 start: bool = True) -> None:
+                 start: bool = True, broker_info_not_cached: bool = False,
+                 broker_info_update_races_registration: bool = False) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.check_epoch_zk_version = check_epoch_zk_version
+        self.broker_info_not_cached = broker_info_not_cached
+        self.broker_info_update_races_registration = broker_info_update_races_registration
         self.zk_client = KafkaZkClient(zk, session_timeout_ms=session_timeout_ms)
         self.alive = False
         self.incarnation = -1
+        self.errors: list[str] = []             # what Kafka only logs (ZB-8, ZB-9)
         self._reset()
         if start:
             self.startup(now_ms)
@@ -513,18 +804,34 @@ class ZkBroker:
         self.known_controller = -1              # metadata cache
         self.events: deque[ZkMutation] = deque()    # ControllerEventManager's queue
         self.latest_controller_epoch = INITIAL_CONTROLLER_EPOCH - 1   # ReplicaManager (Z-4)
+        self.broker_info: BrokerInfo | None = None   # KafkaController.brokerInfo
+        self.broker_epoch = -1                  # KafkaController._brokerEpoch (czxid, ZB-4)
+        self.register_pending = False           # RegisterBrokerAndReelect queued
+        self.registering: PendingRegistration | None = None     # its create on its way
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def startup(self, now_ms: int) -> None:
+    def startup(self, now_ms: int, create_broker_info=None, register_now: bool = True) -> None:
         """A process run starts: a new ZooKeeper session, the top-level paths, the watch on
         ``/controller``.  It does not elect yet and its metadata cache knows no controller
-        until it learns one (``learn_controller``)."""
+        until it learns one (``learn_controller``).
+
+        ``create_broker_info(zk_client, now_ms)`` is ``KafkaServer.createBrokerInfo`` (ZB-2):
+        with it the broker registers (ZB-1), at once (``register_now``: ``registerBroker`` in
+        ``KafkaServer.startup``, a NodeExists propagates and the start-up fails) or as a queued
+        registration (``send_registration``)."""
         self._reset()
         self.alive = True
         self.incarnation += 1
+        self.zk_client.current_zookeeper_session_id = -1    # a new process's KafkaZkClient
         self.zk_client.connect(now_ms)
         self.zk_client.create_top_level_paths(now_ms)
+        if create_broker_info is not None:
+            self.broker_info = create_broker_info(self.zk_client, now_ms)
+            if register_now:
+                self.broker_epoch = self.zk_client.register_broker(self.broker_info, now_ms)
+            else:
+                self.register_pending = True
         self._watch_controller(now_ms)
 
     def crash(self) -> None:
@@ -655,6 +962,68 @@ class ZkBroker:
         self.zk_client.expiry_handled(now_ms)
         self.known_controller = self._watch_controller(now_ms)
         self.active_controller_id = self.known_controller
+        if self.broker_info is not None:
+            # ZB-6: the new session queues RegisterBrokerAndReelect; Expire cleared the queue,
+            # so a registration of the old session still on its way is gone
+            self.registering = None
+            self.register_pending = True
+        return True
+
+    # ---- ZB-1..ZB-10 registration in /brokers/ids ----------------------------------------
+
+    def send_registration(self, now_ms: int) -> bool | None:
+        """``processRegisterBrokerAndReelect`` starts (model: broker_sends_zk_registration,
+        ZB-7): ``registerBroker(brokerInfo)`` reads the BrokerInfo this controller holds and
+        sends the checked ephemeral create with its JSON (ZB-3, ZB-4).  None when no
+        registration is queued, one is on its way, or the broker is dead or its expiry
+        unhandled."""
+        if (not self.alive or self.session_expired or not self.register_pending
+                or self.registering is not None):
+            return None
+        self.register_pending = False
+        info = self.broker_info
+        self.registering = PendingRegistration(info, info.to_json_bytes(now_ms))
+        return True
+
+    def complete_registration(self, now_ms: int) -> int | None:
+        """ZooKeeper applies the registration on its way (model: zk_creates_broker_znode):
+        ``checkedEphemeralCreate`` (ZB-4, ZB-5); the broker epoch becomes the znode's czxid
+        (a new one per session, ZB-7).  An exception is only logged (``KafkaController.process``,
+        ZB-8): -1, the epoch unchanged.  None when nothing is on its way."""
+        if not self.alive or self.registering is None:
+            return None
+        pending, self.registering = self.registering, None
+        try:
+            stat = self.zk_client.checked_ephemeral_create(pending.info.path, pending.data,
+                                                           now_ms)
+        except KeeperException as e:
+            self.errors.append(f"Error processing event RegisterBrokerAndReelect: {e}")
+            return -1
+        self.broker_epoch = stat.czxid
+        return self.broker_epoch
+
+    @property
+    def broker_info_update_waits(self) -> bool:
+        """A listener update waits while a registration is on its way to ZooKeeper (the two
+        serialized); Kafka's config thread does not wait (ZB-10)."""
+        return self.registering is not None and not self.broker_info_update_races_registration
+
+    def update_broker_info(self, broker_info: BrokerInfo, now_ms: int) -> bool | None:
+        """``KafkaController.updateBrokerInfo`` (ZB-9), called by the dynamic listener update
+        with ``KafkaServer.createBrokerInfo``: set ``brokerInfo`` (not under
+        ``broker_info_not_cached``: the update went straight to ``KafkaZkClient``), then
+        ``updateBrokerInfo``'s SetData at any version.  Its KeeperException (NONODE while the
+        znode is gone) ends up in the config update's error log: False.  None when it waits
+        (``broker_info_update_waits``) or the broker is dead."""
+        if not self.alive or self.broker_info_update_waits:
+            return None
+        if not self.broker_info_not_cached:
+            self.broker_info = broker_info
+        try:
+            self.zk_client.update_broker_info(broker_info, now_ms)
+        except KeeperException as e:
+            self.errors.append(f"Failed to update broker configuration: {e}")
+            return False
         return True
 
     def learn_controller(self, now_ms: int) -> int | None:
@@ -717,11 +1086,21 @@ class ZkCluster:
     def __init__(self, brokers: int, *, initial_controller: int | None = 0,
                  check_epoch_zk_version: bool = True,
                  session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-                 tick_time_ms: int = 2000, now_ms: int = 0) -> None:
+                 tick_time_ms: int = 2000, now_ms: int = 0, create_broker_info=None,
+                 broker_info_not_cached: bool = False,
+                 broker_info_update_races_registration: bool = False) -> None:
+        """``create_broker_info(n, zk_client, now_ms)``: broker ``n``'s
+        ``KafkaServer.createBrokerInfo``; with it every broker registers at start-up (ZB-1)."""
         self.zk = ZooKeeper(tick_time_ms=tick_time_ms, start_ms=now_ms)
+        self.create_broker_info = create_broker_info
         self.brokers = [ZkBroker(i, self.zk, check_epoch_zk_version=check_epoch_zk_version,
-                                 session_timeout_ms=session_timeout_ms, now_ms=now_ms)
+                                 session_timeout_ms=session_timeout_ms, now_ms=now_ms,
+                                 start=False, broker_info_not_cached=broker_info_not_cached,
+                                 broker_info_update_races_registration=(
+                                     broker_info_update_races_registration))
                         for i in range(brokers)]
+        for b in self.brokers:
+            b.startup(now_ms, self._broker_info_of(b.broker_id))
         if initial_controller is not None:
             if self.brokers[initial_controller].elect(now_ms) is not True:
                 raise RuntimeError("initial election failed")
@@ -743,6 +1122,22 @@ class ZkCluster:
 
     def writes(self) -> tuple:
         return zk_writes(self.zk)
+
+    def registered_brokers(self) -> dict:
+        """``/brokers/ids`` as an observer reads it: broker id -> (BrokerInfo, Stat)."""
+        out = {}
+        prefix = BROKER_IDS_PATH + "/"
+        for path in self.zk.paths():
+            if path.startswith(prefix):
+                data, stat = self.zk.peek(path)
+                broker_id = int(path[len(prefix):])
+                out[broker_id] = (decode_broker_info(broker_id, data), stat)
+        return out
+
+    def _broker_info_of(self, n: int):
+        if self.create_broker_info is None:
+            return None
+        return lambda zk_client, now_ms: self.create_broker_info(n, zk_client, now_ms)
 
     # ---- the model's steps ---------------------------------------------------------------
 
@@ -777,11 +1172,26 @@ class ZkCluster:
         self.brokers[n].crash()
 
     def node_restarts(self, n: int, now_ms: int) -> None:
-        self.brokers[n].startup(now_ms)
+        """A new process: its registration is queued (the model's start-up registration is a
+        step of its own)."""
+        self.brokers[n].startup(now_ms, self._broker_info_of(n), register_now=False)
+
+    def broker_sends_zk_registration(self, n: int, now_ms: int) -> bool | None:
+        return self.brokers[n].send_registration(now_ms)
+
+    def zk_creates_broker_znode(self, n: int, now_ms: int) -> int | None:
+        return self.brokers[n].complete_registration(now_ms)
+
+    def operator_updates_listeners(self, n: int, broker_info: BrokerInfo,
+                                   now_ms: int) -> bool | None:
+        return self.brokers[n].update_broker_info(broker_info, now_ms)
 
 
 __all__ = ["CONTROLLER_PATH", "CONTROLLER_EPOCH_PATH", "INITIAL_CONTROLLER_EPOCH",
            "DEFAULT_SESSION_TIMEOUT_MS", "ControllerMovedException",
            "ControllerRegistration", "ZkWrite", "ZkMutation", "config_mutation", "acl_mutation",
            "zk_writes", "encode_controller", "decode_controller", "encode_controller_epoch",
-           "decode_controller_epoch", "KafkaZkClient", "MutationResult", "ZkBroker", "ZkCluster"]
+           "decode_controller_epoch", "KafkaZkClient", "MutationResult", "ZkBroker", "ZkCluster",
+           "BROKER_IDS_PATH", "broker_id_path", "EndPoint", "Broker", "BrokerInfo",
+           "encode_broker_info", "decode_broker_info", "create_broker_info",
+           "default_supported_features", "PendingRegistration"]

@@ -425,6 +425,17 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
             reg = broker_registration(replayed, b)
             if reg is not None and (not reg.fenced or d.describe_lists_fenced_brokers):
                 candidates.append((b, reg.record.endpoints))
+    elif cfg.zk_broker_registration:
+        # L-27: the brokers registered in /brokers/ids, with the endpoints their znodes carry
+        # (the controller's UpdateMetadata taken as instant); the token is the version of the
+        # listeners configuration, not a process run, and names all of a broker's listeners
+        endpoints = set()
+        for b in cfg.brokers():
+            version = s.zk.broker_ids[b]
+            for lst in cfg.nodes[b].listeners if version != NO_VERSIONS else ():
+                if lst.name == name or d.metadata_all_listeners:
+                    endpoints.add((b, cfg.listener_index(lst.name), version))
+        return _respond(s, c, Response(kafka.NONE, endpoints=frozenset(endpoints)))
     else:
         # L-27: alive brokers; brokers that do not run their BrokerLifecycleManager stand
         # registered from configuration, unfenced while they are up.
@@ -1038,13 +1049,74 @@ def controller_fences_stale_broker(s: State, cfg: ModelConfig, d: Design,
 
 
 def broker_handles_session_expiry(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
-    """The zombie learns its ZK session expired: it opens a new session and resigns (Z-3)."""
+    """The zombie learns its ZK session expired: it opens a new session and resigns (Z-3).
+    With ZooKeeper broker registration the new session queues RegisterBrokerAndReelect
+    (ZB-6), and a registerBroker of the old session still on its way fails with it."""
     node = s.nodes[n]
     if cfg.mode != ZK or not node.alive or not node.session_expired:
         return None
     node = replace(node, session_expired=False, zk_active=False, zk_epoch=-1,
                    zk_epoch_version=-1, known_controller=s.zk.controller)
+    if cfg.zk_broker_registration:
+        node = replace(node, zk_register_pending=True, zk_registering=NO_VERSIONS)
     return _set_node(s, n, node)
+
+
+# --------------------------------------------------------------------------------------------
+# ZooKeeper broker registration (ZB-1..ZB-10)
+
+
+def _set_broker_id(zk, n: int, version: int):
+    ids = zk.broker_ids
+    return replace(zk, broker_ids=ids[:n] + (version,) + ids[n + 1:])
+
+
+def broker_sends_zk_registration(s: State, cfg: ModelConfig, d: Design,
+                                 n: int) -> State | None:
+    """ZB-1, ZB-7: the broker's RegisterBrokerAndReelect event (queued at start-up and by
+    every new ZooKeeper session) runs: ``zkClient.registerBroker(brokerInfo)`` reads the
+    BrokerInfo KafkaController holds and sends the create of the ephemeral /brokers/ids/N
+    (ZB-4) with those endpoints; ZooKeeper applies it in a later step."""
+    node = s.nodes[n]
+    if (not cfg.zk_broker_registration or not node.alive or node.session_expired
+            or not node.zk_register_pending or node.zk_registering != NO_VERSIONS):
+        return None
+    return _set_node(s, n, replace(node, zk_register_pending=False,
+                                   zk_registering=node.broker_info))
+
+
+def zk_creates_broker_znode(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """ZB-4, ZB-5: ZooKeeper applies the broker's create of /brokers/ids/N in its current
+    session with the endpoints the request carries; a znode already there (this session's,
+    ZB-5) is returned as it is, its data not rewritten."""
+    node = s.nodes[n]
+    if not cfg.zk_broker_registration or not node.alive or node.zk_registering == NO_VERSIONS:
+        return None
+    zk = s.zk
+    if zk.broker_ids[n] == NO_VERSIONS:
+        zk = _set_broker_id(zk, n, node.zk_registering)
+    return replace(_set_node(s, n, replace(node, zk_registering=NO_VERSIONS)), zk=zk)
+
+
+def operator_updates_listeners(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """ZB-9 (KIP-226): an operator alters the broker's advertised listeners.  The new
+    configuration is installed, then ``updateBrokerInfo`` sets KafkaController's BrokerInfo
+    and writes it to /brokers/ids/N (SetData, any version; NONODE is only logged).  The update
+    waits for a registration the broker has on its way (the two are serialized: the variant
+    broker-info-update-races-registration is Kafka's unserialized config thread, ZB-10);
+    broker-info-not-cached (KAFKA-6573) writes ZooKeeper without the BrokerInfo."""
+    node = s.nodes[n]
+    if not cfg.zk_broker_registration or not node.alive or s.updates_left <= 0:
+        return None
+    if node.zk_registering != NO_VERSIONS and not d.broker_info_update_races_registration:
+        return None
+    version = node.listeners_version + 1
+    node = replace(node, listeners_version=version,
+                   broker_info=node.broker_info if d.broker_info_not_cached else version)
+    zk = s.zk
+    if zk.broker_ids[n] != NO_VERSIONS:
+        zk = _set_broker_id(zk, n, version)
+    return replace(_set_node(s, n, node), zk=zk, updates_left=s.updates_left - 1)
 
 
 def broker_elects_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
@@ -1116,6 +1188,8 @@ def zk_expires_session(s: State, cfg: ModelConfig, d: Design, n: int) -> State |
     zk = s.zk
     if zk.controller == n:
         zk = replace(zk, controller=NO_NODE)
+    if cfg.zk_broker_registration and zk.broker_ids[n] != NO_VERSIONS:
+        zk = _set_broker_id(zk, n, NO_VERSIONS)        # ephemeral: /brokers/ids/N too
     return replace(_set_node(s, n, replace(node, session_expired=True)), zk=zk,
                    expiries_left=s.expiries_left - 1)
 
@@ -1149,7 +1223,8 @@ def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
         return None
     # hb_contact is the active controller's, not the process's: it stays
     dead = Node(alive=False, incarnation=node.incarnation, session_expired=node.session_expired,
-                replayed=node.replayed, hb_contact=node.hb_contact)
+                replayed=node.replayed, hb_contact=node.hb_contact,
+                listeners_version=node.listeners_version)
     s = replace(_set_node(s, n, dead), crashes_left=s.crashes_left - 1,
                 network=frozenset(m for m in s.network if m.dst != n
                                   and not (m.src == n and m.kind in RESPONSES)))
@@ -1177,12 +1252,20 @@ def node_restarts(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None
         return None
     if cfg.mode == ZK and s.zk.controller == n and not node.session_expired:
         return None
+    if cfg.zk_broker_registration and s.zk.broker_ids[n] != NO_VERSIONS:
+        # the old session's /brokers/ids/N is still there: registerBroker would fail at
+        # start-up with NodeExistsException (ZB-5), so the process does not come up
+        return None
     # The new process loads the metadata log it has on disk (the prefix it had replayed):
     # its first metadata delta carries all of it.  No registration carries the new
     # incarnation yet, so it is not registered, and its manager's start-up check is queued.
+    # A ZK broker's start-up builds its BrokerInfo from its current configuration, the
+    # dynamic updates included (they are kept in ZooKeeper), and registers it (ZB-1, ZB-2).
     fresh = Node(alive=True, incarnation=node.incarnation + 1, replayed=node.replayed,
                  send_requested=cfg.registration and cfg.nodes[n].role == CONTROLLER,
-                 hb_contact=node.hb_contact)
+                 hb_contact=node.hb_contact, listeners_version=node.listeners_version,
+                 broker_info=node.listeners_version,
+                 zk_register_pending=cfg.zk_broker_registration)
     s = replace(_set_node(s, n, fresh), restarts_left=s.restarts_left - 1)
     if cfg.mode == KRAFT and s.quorum.leader == n:
         # the leader comes back as the active controller (the model holds no election for

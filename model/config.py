@@ -90,6 +90,9 @@ class ModelConfig:
     # the registration (BL-8), which the start-up state stands just after
     initially_registered_brokers: tuple = ()
     session_timeout: int = 1    # broker.session.timeout.ms in ticks (BH-1, BH-9)
+    # ZK brokers register the ephemeral /brokers/ids/N with their advertised endpoints, again
+    # after every session expiry, and answer DescribeCluster from those registrations (ZB-*)
+    zk_broker_registration: bool = False
     forward_timeout: int = 2
     registration_timeout: int = 1
     max_time: int = 3
@@ -98,6 +101,9 @@ class ModelConfig:
     max_crashes: int = 0
     max_restarts: int = 0
     max_drops: int = 0
+    # dynamic advertised-listener updates (ZB-9, KIP-226); with zk_broker_registration only
+    # (KRaft refuses them, and without registrations nothing reads the listeners version)
+    max_listener_updates: int = 0
     max_in_flight: int = 3
     symmetric_groups: tuple = ()       # tuples of interchangeable node indices (section 3.3)
     witnesses: tuple = ()              # witness IDs that must be reachable here
@@ -196,8 +202,11 @@ class ModelConfig:
             # lifecycle_to and the heartbeat sessions name nodes: the permutation of
             # model/symmetry.py does not rename them
             raise ValueError(f"{self.name}: symmetric_groups with broker_registration")
+        if self.zk_broker_registration and self.mode != ZK:
+            raise ValueError(f"{self.name}: zk_broker_registration is ZooKeeper broker "
+                             f"registration")
         for bound in ("forward_timeout", "registration_timeout", "session_timeout", "max_time",
-                      "max_elections",
+                      "max_elections", "max_listener_updates",
                       "max_session_expiries", "max_crashes", "max_restarts", "max_drops",
                       "max_in_flight"):
             if getattr(self, bound) < 0:
@@ -241,6 +250,8 @@ class Design:
     heartbeat_checks_record_offset: bool = False
     registers_unresolved_endpoints: bool = False
     describe_lists_fenced_brokers: bool = False
+    broker_info_not_cached: bool = False
+    broker_info_update_races_registration: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -440,6 +451,22 @@ VARIANTS = {v.name: v for v in (
             "L-27: KRaftMetadataCache.getAliveBrokerNodes lists the registered brokers "
             "filterNot(_.fenced()); KIP-103 (the brokers a client can use)", ("P5",),
             ("describe_lists_fenced_brokers",), "kraft-broker-endpoints"),
+    Variant("broker-info-not-cached",
+            "a dynamic advertised-listener update writes the new endpoints to /brokers/ids/N but "
+            "leaves the BrokerInfo KafkaController re-registers with: after a session expiry "
+            "the broker registers its startup endpoints again",
+            "KAFKA-6573 ('Update brokerInfo in KafkaController on listener update'); ZB-7, ZB-9",
+            ("P5",), ("broker_info_not_cached",), "zk-broker-registration"),
+    Variant("broker-info-update-races-registration",
+            "Kafka's ZK mode as read at 3.8.0: the dynamic listener update (config thread) is "
+            "not serialized with the re-registration after a session expiry (controller event "
+            "thread); if the re-registration read the old BrokerInfo, the update's SetData "
+            "finds no znode (NONODE, only logged), and the create then writes the old "
+            "endpoints, which nothing rewrites",
+            "ZB-10 (KafkaController.processRegisterBrokerAndReelect and updateBrokerInfo, "
+            "KafkaZkClient.updateBrokerInfo, 3.8.0); docs/findings/zk-broker-info-race.md",
+            ("P5",), ("broker_info_update_races_registration",), "zk-broker-registration",
+            kind=FINDING),
 )}
 
 

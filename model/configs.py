@@ -293,12 +293,26 @@ KRAFT_BROKER_ENDPOINTS = ModelConfig(
                "describe-lists-restarted-endpoint"),
 )
 
+ZK_BROKER_REGISTRATION = ModelConfig(
+    name="zk-broker-registration",
+    description="ZooKeeper broker registration: B1 is controller, B1 and B2 are registered in "
+                "/brokers/ids; an operator may update one broker's advertised listeners and "
+                "one session may expire (its ephemeral znode goes, the broker re-registers "
+                "with the BrokerInfo its KafkaController holds); D1 asks B1 for the brokers on "
+                "CLIENT.",
+    mode=ZK, nodes=(_broker("B1"), _broker("B2")),
+    clients=(_describe("D1", 0, kafka.ENDPOINT_BROKER, "CLIENT"),), acls=ACLS,
+    initial_controller=0, zk_broker_registration=True, max_session_expiries=1,
+    max_listener_updates=1,
+    witnesses=("describe-lists-brokers", "zk-broker-reregistered", "zk-broker-listeners-updated"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
                                KRAFT_MISCONFIGURED, KRAFT_REGISTRATION_LEADER_CHANGE,
                                KRAFT_BROKER_REGISTRATION, KRAFT_CONTROLLER_ENDPOINTS,
-                               KRAFT_BROKER_ENDPOINTS,
+                               KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

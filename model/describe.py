@@ -84,13 +84,14 @@ def _join(items) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _endpoint_source(token: int) -> str:
-    """How a registration's endpoints were resolved (model.state: STATIC_ENDPOINTS, ...)."""
+def _endpoint_source(token: int, zk: bool = False) -> str:
+    """How a registration's endpoints were resolved (model.state: STATIC_ENDPOINTS, ...); in
+    ZK mode the token is the version of the broker's listeners configuration."""
     if token == STATIC_ENDPOINTS:
         return ""
     if token == UNRESOLVED_ENDPOINTS:
         return " unresolved (blank host or port 0)"
-    return f" of incarnation {token}"
+    return f" of listeners version {token}" if zk else f" of incarnation {token}"
 
 
 def _unresolved(m: Msg) -> str:
@@ -101,7 +102,8 @@ def _unresolved(m: Msg) -> str:
 def _endpoints(cfg: ModelConfig, endpoints) -> str:
     if not endpoints:
         return "no endpoints"
-    return _join(f"{node_name(cfg, n)}'s {_listener(cfg, lst)} endpoint{_endpoint_source(t)}"
+    zk = cfg.mode == ZK
+    return _join(f"{node_name(cfg, n)}'s {_listener(cfg, lst)} endpoint{_endpoint_source(t, zk)}"
                  for n, lst, t in sorted(endpoints))
 
 
@@ -659,7 +661,48 @@ def _broker_handles_session_expiry(cfg, n, b, a):
     node = b.nodes[n]
     if node.zk_active:
         main += f", resigning as controller of epoch {node.zk_epoch}"
+    if cfg.zk_broker_registration:
+        main += "; the new session queues RegisterBrokerAndReelect"
     return f"{main}; {_controller_truth(cfg, b)}"
+
+
+def _listeners(version: int) -> str:
+    return ("the listeners it started with" if version == 0
+            else f"listeners version {version} (after {_plural(version, 'dynamic update')})")
+
+
+def _broker_sends_zk_registration(cfg, n, b, a):
+    name = node_name(cfg, n)
+    main = (f"{name}'s KafkaController runs RegisterBrokerAndReelect: it sends ZooKeeper the "
+            f"create of its ephemeral /brokers/ids/{name}")
+    if b is None:
+        return main
+    return f"{main} with its cached BrokerInfo, {_listeners(b.nodes[n].broker_info)}"
+
+
+def _zk_creates_broker_znode(cfg, n, b, a):
+    name = node_name(cfg, n)
+    main = f"ZooKeeper applies {name}'s create of /brokers/ids/{name}"
+    if b is None:
+        return main
+    if b.zk.broker_ids[n] != NO_VERSIONS:
+        return f"{main}: the znode is there already and is returned as it is"
+    return f"{main}, with {_listeners(b.nodes[n].zk_registering)}"
+
+
+def _operator_updates_listeners(cfg, n, b, a):
+    name = node_name(cfg, n)
+    main = f"An operator updates {name}'s advertised listeners"
+    if b is None or a is None:
+        return main
+    version = a.nodes[n].listeners_version
+    main += f" (listeners version {version})"
+    if a.nodes[n].broker_info != version:
+        main += (f"; {name}'s KafkaController keeps the BrokerInfo of version "
+                 f"{a.nodes[n].broker_info}")
+    if b.zk.broker_ids[n] == NO_VERSIONS:
+        return main + f"; the SetData finds no /brokers/ids/{name} (NONODE, logged)"
+    return main + f"; /brokers/ids/{name} is rewritten with them"
 
 
 def _broker_elects_controller(cfg, n, b, a):
@@ -721,6 +764,8 @@ def _zk_expires_session(cfg, n, b, a):
     main = f"ZooKeeper expires {name}'s session ({name} keeps running and does not know yet)"
     if b is not None and b.zk.controller == n:
         main += f"; the ephemeral /controller {name} held goes away"
+    if b is not None and cfg.zk_broker_registration and b.zk.broker_ids[n] != NO_VERSIONS:
+        main += f"; so does its ephemeral /brokers/ids/{name}"
     return main
 
 
@@ -756,6 +801,8 @@ def _node_restarts(cfg, n, b, a):
                  if node.replayed else " with an empty metadata log")
     if cfg.registration and cfg.nodes[n].role != "broker":
         main += "; its ControllerRegistrationManager queues its start-up registration check"
+    if cfg.zk_broker_registration:
+        main += f"; it will register {_listeners(node.listeners_version)} in /brokers/ids"
     return main
 
 
@@ -846,6 +893,8 @@ _STEPS = {
     "controller_commits_records": _controller_commits_records,
     "node_replays_record": _node_replays_record,
     "broker_handles_session_expiry": _broker_handles_session_expiry,
+    "broker_sends_zk_registration": _broker_sends_zk_registration,
+    "zk_creates_broker_znode": _zk_creates_broker_znode,
     "broker_elects_controller": _broker_elects_controller,
     "controller_becomes_leader": _controller_becomes_leader,
     "clock_ticks": _clock_ticks,
@@ -853,6 +902,7 @@ _STEPS = {
     "network_drops_message": _network_drops_message,
     "node_crashes": _node_crashes,
     "node_restarts": _node_restarts,
+    "operator_updates_listeners": _operator_updates_listeners,
 }
 
 
@@ -1040,6 +1090,25 @@ def _field_broker_registrations(cfg, d, s):
         contact = s.nodes[b].hb_contact
         out.append(f"the active controller tracks no session for {name}" if contact == NO_TIME
                    else f"the active controller last heard from {name} at t={contact}")
+    return out
+
+
+def _field_zk_broker_registrations(cfg, d, s):
+    if not cfg.zk_broker_registration:
+        return ["ZooKeeper broker registration is not modelled in this configuration"]
+    out = []
+    for b in cfg.brokers():
+        name, node = node_name(cfg, b), s.nodes[b]
+        version = s.zk.broker_ids[b]
+        znode = (f"no /brokers/ids/{name}" if version == NO_VERSIONS
+                 else f"/brokers/ids/{name} carries {_listeners(version)}")
+        text = (f"{znode}; {name} runs with {_listeners(node.listeners_version)}, its "
+                f"KafkaController's BrokerInfo holds version {node.broker_info}")
+        if node.zk_register_pending:
+            text += ", RegisterBrokerAndReelect queued"
+        if node.zk_registering != NO_VERSIONS:
+            text += f", a create with version {node.zk_registering} on its way to ZooKeeper"
+        out.append(text if node.alive else f"{znode}; {name} is down")
     return out
 
 
@@ -1234,6 +1303,7 @@ FIELDS = {
     "registrations": _field_registrations,
     "broker-registrations": _field_broker_registrations,
     "broker-lifecycles": _field_broker_lifecycles,
+    "zk-broker-registrations": _field_zk_broker_registrations,
     "applied-mutations": _field_applied_mutations,
     "client-responses": _field_client_responses,
     "describe-responses": _field_describe_responses,

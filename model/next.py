@@ -93,6 +93,10 @@ ACTION_TABLE = (
     ActionSpec("node_replays_record", A.node_replays_record, NODE_ARG, mode=KRAFT),
     ActionSpec("broker_handles_session_expiry", A.broker_handles_session_expiry, NODE_ARG,
                mode=ZK),
+    ActionSpec("broker_sends_zk_registration", A.broker_sends_zk_registration, NODE_ARG,
+               mode=ZK, requires="zk_broker_registration"),
+    ActionSpec("zk_creates_broker_znode", A.zk_creates_broker_znode, NODE_ARG, mode=ZK,
+               requires="zk_broker_registration"),
     ActionSpec("broker_elects_controller", A.broker_elects_controller, NODE_ARG,
                budget="max_elections", mode=ZK),
     ActionSpec("controller_becomes_leader", A.controller_becomes_leader, NODE_ARG,
@@ -105,6 +109,10 @@ ACTION_TABLE = (
                fault=True, budget="max_drops"),
     ActionSpec("node_crashes", A.node_crashes, NODE_ARG, fault=True, budget="max_crashes"),
     ActionSpec("node_restarts", A.node_restarts, NODE_ARG, fault=True, budget="max_restarts"),
+    # an operator's change, like a fault: it may or may not happen
+    ActionSpec("operator_updates_listeners", A.operator_updates_listeners, NODE_ARG,
+               fault=True, budget="max_listener_updates", mode=ZK,
+               requires="zk_broker_registration"),
 )
 ACTION_BY_NAME = {a.name: a for a in ACTION_TABLE}
 # (name, function, argument kind, message kinds it takes); the order is the Next order.
@@ -160,15 +168,18 @@ def initial_state(cfg: ModelConfig) -> State:
     zk, quorum = Zk(), Quorum()
     epoch = 0 if ic == NO_NODE else 1
     if cfg.mode == ZK:
+        # with ZooKeeper broker registration every broker starts registered (ZB-1) with the
+        # listeners it started with (version 0)
         zk = Zk(controller=ic, epoch=epoch, epoch_version=epoch,
-                epoch_holders=(NO_NODE,) if ic == NO_NODE else (NO_NODE, ic))
+                epoch_holders=(NO_NODE,) if ic == NO_NODE else (NO_NODE, ic),
+                broker_ids=(0,) * cfg.n_nodes if cfg.zk_broker_registration else ())
     else:
         quorum = Quorum(leader=ic, epoch=epoch, log=log)
     return State(now=0, nodes=tuple(nodes), clients=tuple(Client() for _ in cfg.clients),
                  network=frozenset(), zk=zk, quorum=quorum,
                  elections_left=cfg.max_elections, expiries_left=cfg.max_session_expiries,
                  crashes_left=cfg.max_crashes, restarts_left=cfg.max_restarts,
-                 drops_left=cfg.max_drops)
+                 drops_left=cfg.max_drops, updates_left=cfg.max_listener_updates)
 
 
 @lru_cache(maxsize=64)

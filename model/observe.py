@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from model.config import ModelConfig
-from model.state import (ENVELOPE_REQUEST, MUTATION_RECORD, REGISTER_BROKER, REGISTER_CONTROLLER,
-                         State)
+from model.state import (ENVELOPE_REQUEST, MUTATION_RECORD, NO_VERSIONS, REGISTER_BROKER,
+                         REGISTER_CONTROLLER, State)
 from model.step import Step
 
 
@@ -26,6 +26,12 @@ class Observation(NamedTuple):
     # KRaft: per broker node, its BrokerLifecycleManager's (registered, broker epoch) (BL-5,
     # BL-8); a node that is down holds (False, -1)
     broker_lifecycles: tuple = ()
+    # ZK with zk_broker_registration: per broker node, the listeners version its
+    # /brokers/ids/N carries, NO_VERSIONS (-1) while there is none (ZB-1..ZB-10); () otherwise
+    zk_broker_ids: tuple = ()
+    # ZK with zk_broker_registration: per broker node, (the version of its listeners
+    # configuration, the version its KafkaController's BrokerInfo holds; -1 while it is down)
+    zk_listeners: tuple = ()
 
 
 def observe(s: State, cfg: ModelConfig) -> Observation:
@@ -35,9 +41,15 @@ def observe(s: State, cfg: ModelConfig) -> Observation:
         frozenset((cfg.nodes[n].name, names[li], token) for r in cl.responses
                   for n, li, token in r.endpoints)
         for cl in s.clients)
+    zk_ids = zk_listeners = ()
     if cfg.mode == "zk":
         writes = tuple((w.req, w.writer, w.writer_epoch) for w in s.zk.writes)
         regs = broker_regs = lifecycles = ()
+        if cfg.zk_broker_registration:
+            zk_ids = tuple(s.zk.broker_ids[b] for b in cfg.brokers())
+            zk_listeners = tuple((s.nodes[b].listeners_version,
+                                  s.nodes[b].broker_info if s.nodes[b].alive else NO_VERSIONS)
+                                 for b in cfg.brokers())
     else:
         writes = tuple((r.client, r.writer, r.epoch) for r in s.quorum.log
                        if r.kind == MUTATION_RECORD)
@@ -48,7 +60,8 @@ def observe(s: State, cfg: ModelConfig) -> Observation:
         lifecycles = tuple((s.nodes[b].lifecycle_registered, s.nodes[b].broker_epoch)
                            for b in cfg.brokers())
     registered = tuple(s.nodes[c].registered_in_log for c in cfg.controllers())
-    return Observation(responses, endpoints, writes, regs, registered, broker_regs, lifecycles)
+    return Observation(responses, endpoints, writes, regs, registered, broker_regs, lifecycles,
+                       zk_ids, zk_listeners)
 
 
 def observe_step(prev: State, st: Step, nxt: State, cfg: ModelConfig) -> tuple:

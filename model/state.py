@@ -419,6 +419,15 @@ class Node:
     # contact, NO_TIME when it tracks no session.  One manager is active at a time and a new
     # leader starts a fresh one (BR-13), so the entry lives in the broker's slot.
     hb_contact: int = NO_TIME
+    # ZooKeeper broker registration (ZB-1..ZB-10): the version of the node's advertised
+    # listeners configuration (0 at first start, +1 per dynamic update; kept in ZooKeeper, so
+    # a restart keeps it), the version KafkaController's cached BrokerInfo holds, a
+    # RegisterBrokerAndReelect event queued, and the BrokerInfo version of its registerBroker
+    # request on its way to ZooKeeper (NO_VERSIONS: none)
+    listeners_version: int = 0
+    broker_info: int = 0
+    zk_register_pending: bool = False
+    zk_registering: int = NO_VERSIONS
 
 
 @dataclass(frozen=True)
@@ -430,6 +439,9 @@ class Zk:
     # ghost (no action reads it; P1 does): epoch_holders[e] is the broker whose multi-op last
     # set /controller_epoch to e, as ZooKeeper's transaction log records it (NO_NODE: none)
     epoch_holders: tuple = ()
+    # per node: the listeners version its ephemeral /brokers/ids/N carries, NO_VERSIONS while
+    # there is none (zk_broker_registration only; () otherwise)
+    broker_ids: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -454,6 +466,7 @@ class State:
     crashes_left: int
     restarts_left: int
     drops_left: int
+    updates_left: int = 0           # dynamic listener updates (ZooKeeper broker registration)
 
 
 for _record in (Node, Zk, Quorum, State):

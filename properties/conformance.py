@@ -44,7 +44,8 @@ from model.observe import Observation, observe
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
                          ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS,
+                         NO_VERSIONS, REGISTRATION_RESPONSE, STATIC_ENDPOINTS,
+                         UNRESOLVED_ENDPOINTS,
                          BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                          BrokerRegistrationRequest, BrokerRegistrationResponse,
                          ControllerRegistrationRequest, ControllerRegistrationResponse,
@@ -208,6 +209,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
         initially_registered=tuple(cfg.initially_registered), registration=cfg.registration,
         broker_registration=cfg.broker_registration,
         initially_registered_brokers=tuple(cfg.initially_registered_brokers),
+        zk_broker_registration=cfg.zk_broker_registration,
         zk_forwarding=cfg.zk_forwarding,
         forward_retry_timeout_ms=cfg.forward_timeout * tick,
         registration_retry_timeout_ms=cfg.registration_timeout * tick,
@@ -253,6 +255,19 @@ class Projector:
         configured = {_port(node, j) for j, lst in enumerate(self.cfg.nodes[node].listeners)
                       if lst.port != 0}
         return STATIC_ENDPOINTS if port in configured else f"{host}:{port}"
+
+    def listeners_token(self, cluster, node: int, endpoints) -> object:
+        """The model's token of a ZooKeeper registration (``/brokers/ids/N``'s endpoints, or a
+        broker's cached BrokerInfo, as (listener name, host, port)): the version of the node's
+        listeners configuration that advertised all of them, every listener of that version
+        present; anything else stays the endpoints as text, which no model token equals."""
+        versions = {cluster.advertised_version(node, name, host, port)
+                    for name, host, port in endpoints}
+        if len(versions) == 1 and None not in versions:
+            names = {lst.name for lst in self.cfg.nodes[node].listeners}
+            if {name for name, _, _ in endpoints} == names and len(endpoints) == len(names):
+                return versions.pop()
+        return tuple(f"{name}://{host}:{port}" for name, host, port in endpoints)
 
     def registration_token(self, cluster, node: int, endpoints) -> object:
         """The model's endpoints token of a registration (its request's Listeners or its
@@ -329,8 +344,16 @@ class Projector:
         results = cluster.client_results()
         responses = tuple(tuple((r.error_code, r.envelope_error)
                                 for r in results.get(c.name, ())) for c in cfg.clients)
-        endpoints = tuple(frozenset((cfg.nodes[n].name, lst,
-                                     self.endpoint_token(cluster, n, host, port))
+        if cfg.zk_broker_registration:
+            # a ZK broker lists the /brokers/ids endpoints: the token is the version of the
+            # listeners configuration that advertised the endpoint
+            def token(n, lst, host, port):
+                version = cluster.advertised_version(n, lst, host, port)
+                return f"{host}:{port}" if version is None else version
+        else:
+            def token(n, lst, host, port):
+                return self.endpoint_token(cluster, n, host, port)
+        endpoints = tuple(frozenset((cfg.nodes[n].name, lst, token(n, lst, host, port))
                                     for r in results.get(c.name, ())
                                     for n, lst, host, port in r.endpoints)
                           for c in cfg.clients)
@@ -350,8 +373,17 @@ class Projector:
         else:
             regs = broker_regs = lifecycles = ()
         registered = tuple(cluster.registered(c) for c in cfg.controllers())
+        zk_ids = zk_listeners = ()
+        if cfg.zk_broker_registration:
+            znodes = {r.broker_id: r for r in cluster.zk_broker_registrations()}
+            zk_ids = tuple(self.listeners_token(cluster, b, znodes[b].endpoints)
+                           if b in znodes else NO_VERSIONS for b in cfg.brokers())
+            zk_listeners = tuple(
+                (version, NO_VERSIONS if cached is None
+                 else self.listeners_token(cluster, b, cached))
+                for b in cfg.brokers() for version, cached in (cluster.zk_broker_info(b),))
         return Observation(responses, endpoints, writes, regs, registered, broker_regs,
-                           lifecycles)
+                           lifecycles, zk_ids, zk_listeners)
 
 
 def comparable(m: Msg) -> Msg:

@@ -418,14 +418,16 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
 def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     """A broker's successful DescribeCluster answer lists the broker itself on the listener
     the request arrived on: the broker is alive (it answered) and has that listener (the
-    request came in on it).  Where brokers register and are fenced (KRaft broker
-    registration), a broker serves requests before it is unfenced, and its own answer then
-    leaves it out: there describe-lists-registered-endpoints states what the answer holds.
+    request came in on it).  Where brokers register (KRaft broker registration, where a
+    broker serves requests before it is unfenced; ZooKeeper broker registration, where a
+    broker whose session expired is not registered until it registers again), a broker's
+    own answer may leave it out: there the registrations decide (describe-lists-registered-
+    endpoints, zk-registration-carries-current-endpoints).
 
     L-27: a broker answers with the endpoints of the alive brokers on the request's
     listener; KIP-103: "the list of endpoints they get back is restricted to the listener
     name of the endpoint where they made the request" (restricted to it, not emptied)."""
-    if cfg.broker_registration:
+    if cfg.broker_registration or cfg.zk_broker_registration:
         return True
     for c, spec in enumerate(cfg.clients):
         if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != BROKER:
@@ -501,6 +503,20 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
                     for k in range(len(log) + 1)):
                 return False
     return True
+
+
+def zk_registration_carries_current_endpoints(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once settled, every running ZooKeeper broker whose session is live is registered in
+    /brokers/ids with the advertised listeners it runs with now.
+
+    ZB-7: after a session expiry the broker re-registers "the latest dynamically updated
+    endpoints (since KAFKA-6573)"; ZB-9 (a dynamic update rewrites /brokers/ids/N); KIP-103
+    (clients are handed the registered endpoints of the listener they use, so those must be
+    the broker's own)."""
+    if not cfg.zk_broker_registration:
+        return True
+    return all(s.zk.broker_ids[b] == s.nodes[b].listeners_version for b in cfg.brokers()
+               if s.nodes[b].alive and not s.nodes[b].session_expired)
 
 
 # ------------------------------------------------------------------------------------------
@@ -774,13 +790,16 @@ PROPERTIES = (
     Property("P5", "listener-isolation",
              "every endpoint returned to a client is on the listener the request arrived on and "
              "of the endpoint type asked for, resolved, and as the answering node's replayed "
-             "registrations have it; a broker that does not register lists itself",
+             "registrations have it; a broker that does not register lists itself; once "
+             "settled, a ZK broker's registration carries its current endpoints",
              "KIP-103; KIP-919; L-27; R-21; D-1..D-3; EP-1..EP-6",
              (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),
               Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself),
               Clause("returned-endpoints-are-resolved", ALWAYS, returned_endpoints_are_resolved),
               Clause("describe-lists-registered-endpoints", ALWAYS,
-                     describe_lists_registered_endpoints))),
+                     describe_lists_registered_endpoints),
+              Clause("zk-registration-carries-current-endpoints", QUIESCENT,
+                     zk_registration_carries_current_endpoints))),
     Property("P6", "acknowledged-durable",
              "a mutation acknowledged as successful is durable and, once quiescent, visible to "
              "every live broker",
@@ -874,6 +893,8 @@ RELEVANT_FIELDS = {
     "returned-endpoints-are-resolved": ("describe-responses", "registrations", "metadata-log"),
     "describe-lists-registered-endpoints": ("describe-responses", "metadata-log",
                                             "broker-registrations"),
+    "zk-registration-carries-current-endpoints": ("zk-broker-registrations",
+                                                  "zk-controllers"),
     "acknowledged-mutation-is-durable": ("acknowledged-mutations", "active-controller",
                                          "client-responses"),
     "acknowledged-mutation-visible": ("acknowledged-mutations", "metadata-log"),
@@ -1030,6 +1051,16 @@ WITNESSES = {w.id: w for w in (
             lambda p, st, s, cfg: any(
                 0 <= token < s.nodes[node].incarnation
                 for e in _describe_endpoints(s, cfg) for node, _, token in e)),
+    Witness("zk-broker-reregistered",
+            "a ZK broker whose session expired registers in /brokers/ids again",
+            lambda p, st, s, cfg: st.action == "zk_creates_broker_znode"
+            and p.zk.broker_ids[st.args[0]] == NO_VERSIONS
+            and s.zk.broker_ids[st.args[0]] != NO_VERSIONS
+            and s.nodes[st.args[0]].incarnation == 0),
+    Witness("zk-broker-listeners-updated",
+            "a dynamic listener update rewrites a broker's /brokers/ids/N",
+            lambda p, st, s, cfg: st.action == "operator_updates_listeners"
+            and s.zk.broker_ids[st.args[0]] > 0),
     Witness("describe-lists-restarted-endpoint",
             "DescribeCluster lists the endpoints a restarted node bound and registered",
             lambda p, st, s, cfg: any(

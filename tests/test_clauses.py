@@ -27,6 +27,7 @@ ONLY_CATCHER = {
     "registration-names-incarnation-it-ran": "registration-bumps-same-incarnation",
     "describe-lists-registered-endpoints": "describe-controllers-from-voters",
     "returned-endpoints-are-resolved": "registers-unresolved-endpoints",
+    "zk-registration-carries-current-endpoints": "broker-info-not-cached",
     "controller-describe-requires-alter": "controller-describe-without-alter",
     "broker-epoch-changes-with-incarnation": "broker-reregistration-bumps-epoch",
 }
@@ -52,16 +53,25 @@ def test_clause_catches_its_variant_with_a_replaying_trace(clause, variant):
     # the correct design passes the same clause along the same steps where they replay (a
     # variant that changes what a message carries, such as registers-unresolved-endpoints,
     # leaves the shipped design without that message from then on)
+    # (a quiescent clause where the state is quiescent)
     by_name = {c.name: c for p in registry.PROPERTIES for c in p.clauses}
     correct = KafkaSpec.named(v.config).design
-    s = model_next.initial_state(spec.cfg)
-    for st in result.trace:
-        assert by_name[clause].holds(s, spec.cfg, correct)
-        s = model_next.step(s, spec.cfg, correct, st)
+
+    def must_hold(state):
+        if by_name[clause].kind == registry.ALWAYS:
+            return True
+        succ = model_next.successors(state, spec.cfg, correct)
+        return model_next.quiescent(state, spec.cfg, correct, succ)
+
+    s, checked = model_next.initial_state(spec.cfg), 0
+    for st in (None,) + tuple(result.trace):
+        s = s if st is None else model_next.step(s, spec.cfg, correct, st)
         if s is None:
             break
-    else:
-        assert by_name[clause].holds(s, spec.cfg, correct)
+        if must_hold(s):
+            assert by_name[clause].holds(s, spec.cfg, correct)
+            checked += 1
+    assert checked
 
 
 @pytest.mark.parametrize("clause,variant", sorted(ONLY_CATCHER.items()))

@@ -635,3 +635,241 @@ def test_broker_without_start_has_no_session():
     zk = ZooKeeper()
     b = ZkBroker(4, zk, start=False)
     assert b.session_id is None and not b.alive and b.elect(0) is None
+
+
+# ---- ZB-1..ZB-10 broker registration in /brokers/ids -------------------------------------------
+
+
+def _advertised(host, port):
+    """A broker's effectiveAdvertisedListeners: CLIENT at ``port``, INTERNAL at ``port + 1``."""
+    from impl.config import Endpoint
+    return (Endpoint("CLIENT", host, port, "SASL_SSL"), Endpoint("INTERNAL", host, port + 1, "SSL"))
+
+
+class _Listeners:
+    """The brokers' current advertised listeners (what an operator changes) and their
+    ``KafkaServer.createBrokerInfo``."""
+
+    def __init__(self, brokers):
+        self.current = {n: _advertised(f"b{n + 1}", 9092 + 100 * n) for n in range(brokers)}
+
+    def __call__(self, n, zk_client, now_ms):
+        from impl.zk_controller import create_broker_info
+        return create_broker_info(zk_client, n, self.current[n], now_ms=now_ms, bound_ports={},
+                                  canonical_host=f"b{n + 1}.test")
+
+
+def registration_cluster(**switches):
+    listeners = _Listeners(2)
+    return ZkCluster(2, create_broker_info=listeners, **switches), listeners
+
+
+def znode_ports(c, n):
+    from impl.zk_controller import broker_id_path, decode_broker_info
+    got = c.zk.peek(broker_id_path(n))
+    return None if got is None else [e.port for e in
+                                     decode_broker_info(n, got[0]).broker.end_points]
+
+
+def update_listeners(c, listeners, n, port, now_ms):
+    """An operator moves broker ``n``'s advertised listeners to ``port``: the broker's
+    KafkaController.updateBrokerInfo(createBrokerInfo)."""
+    listeners.current[n] = _advertised(f"b{n + 1}", port)
+    return c.operator_updates_listeners(n, listeners(n, c.brokers[n].zk_client, now_ms), now_ms)
+
+
+def test_broker_znode_json_is_brokeridznode_encode():
+    """ZB-3: version 5 from IBP 2.7-IV0 with every field; the top-level host and port are the
+    first PLAINTEXT endpoint's (null and -1 without one); version 4 has no features, version 2
+    no listener map; rack from version 3.  Decoding gives the BrokerInfo back."""
+    from impl.zk_controller import (Broker, BrokerInfo, EndPoint, decode_broker_info,
+                                    encode_broker_info)
+    info = BrokerInfo.create(Broker(1, (EndPoint("b2", 9192, "CLIENT", "SASL_SSL"),
+                                        EndPoint("b2", 9193, "INTERNAL", "SSL")), "r1",
+                                    (("metadata.version", (1, 21)),)), "3.7-IV0")
+    assert info.version == 5 and info.path == "/brokers/ids/1" and info.jmx_port == -1
+    data = encode_broker_info(info, 1234)
+    assert b" " not in data                                 # Jackson's compact form
+    assert json.loads(data) == {
+        "version": 5, "host": None, "port": -1,
+        "endpoints": ["CLIENT://b2:9192", "INTERNAL://b2:9193"], "jmx_port": -1,
+        "timestamp": "1234", "rack": "r1",
+        "listener_security_protocol_map": {"CLIENT": "SASL_SSL", "INTERNAL": "SSL"},
+        "features": {"metadata.version": {"min_version": 1, "max_version": 21}}}
+    assert decode_broker_info(1, data) == info
+    mixed = Broker(2, (EndPoint("b3", 9300, "SSL", "SSL"),
+                       EndPoint("b3", 9301, "EXTERNAL", "PLAINTEXT"),
+                       EndPoint("::1", 9302, "LOCAL", "PLAINTEXT"),
+                       EndPoint(None, 9303, "X", "SSL")),
+                   "r2", (("metadata.version", (1, 21)),))
+    v4 = json.loads(encode_broker_info(BrokerInfo.create(mixed, "2.6-IV0"), 0))
+    assert v4["version"] == 4 and (v4["host"], v4["port"]) == ("b3", 9301)
+    assert v4["endpoints"][2:] == ["LOCAL://[::1]:9302", "X://:9303"]
+    assert "features" not in v4 and v4["rack"] == "r2" and v4["listener_security_protocol_map"]
+    v2 = json.loads(encode_broker_info(BrokerInfo.create(mixed, "0.10.0-IV0"), 0))
+    assert v2["version"] == 2 and "listener_security_protocol_map" not in v2
+    assert "rack" not in v2 and "features" not in v2
+
+
+def test_broker_epoch_is_the_czxid_of_the_checked_ephemeral_create():
+    """ZB-1, ZB-4: every broker registers at start-up with one multi {Create(null data,
+    EPHEMERAL), SetData(data, version 0)}; the broker epoch is the znode's czxid, its dataVersion
+    1, its owner the broker's session, which the client remembers (KAFKA-7165)."""
+    from impl.zk_controller import broker_id_path
+    c, _ = registration_cluster()
+    for n, b in enumerate(c.brokers):
+        data, stat = c.zk.peek(broker_id_path(n))
+        assert b.broker_epoch == stat.czxid and stat.version == 1
+        assert stat.ephemeral_owner == b.session_id
+        assert b.zk_client.current_zookeeper_session_id == b.session_id
+        txn = next(t for t in c.zk.txn_log if t.zxid == stat.czxid)
+        assert txn.kind == "multi" and txn.paths == (broker_id_path(n),) * 2
+    assert json.loads(c.zk.peek(broker_id_path(1))[0])["endpoints"] == [
+        "CLIENT://b2:9192", "INTERNAL://b2:9193"]
+    assert c.brokers[0].broker_epoch < c.brokers[1].broker_epoch
+    # ZB-2: an endpoint another broker registered is refused
+    from impl.zk_controller import create_broker_info
+    with pytest.raises(ValueError, match="already registered by broker 0"):
+        create_broker_info(c.brokers[1].zk_client, 1, _advertised("b1", 9092), now_ms=1,
+                           bound_ports={}, canonical_host="b2.test")
+
+
+def test_checked_ephemeral_create_on_an_existing_znode(zk):
+    """ZB-5: the current session's own znode is returned as it is (same czxid, data not
+    rewritten); another session's is NodeExists; one left by the session of the client's
+    previous create while it is on a new session is deleted and created again."""
+    me, other = KafkaZkClient(zk), KafkaZkClient(zk)
+    me.connect(0)
+    other.connect(0)
+    me.create_recursive("/brokers/ids", 0, throw_if_path_exists=False)
+    path = "/brokers/ids/1"
+    first = me.checked_ephemeral_create(path, b'{"v":1}', 1)
+    assert me.checked_ephemeral_create(path, b'{"v":2}', 2) == first
+    assert zk.peek(path)[0] == b'{"v":1}'
+    with pytest.raises(KeeperException) as e:
+        other.checked_ephemeral_create(path, b'{"v":9}', 3)
+    assert e.value.code == Code.NODEEXISTS
+    me.session_id = zk.create_session(18000, 4)        # a new session, the old one alive
+    again = me.checked_ephemeral_create(path, b'{"v":3}', 5)
+    assert again.czxid > first.czxid and again.version == 1
+    assert zk.peek(path)[0] == b'{"v":3}' and zk.peek(path)[1].ephemeral_owner == me.session_id
+
+
+def test_reregistration_after_expiry_registers_the_cached_broker_info():
+    """ZB-6, ZB-7, ZB-9: a listener update rewrites the znode (the czxid stays) and the cached
+    BrokerInfo; the expiry deletes the ephemeral znode; the new session queues
+    RegisterBrokerAndReelect, whose create carries the updated endpoints under a new czxid."""
+    from impl.zk_controller import broker_id_path
+    c, listeners = registration_cluster()
+    b, path = c.brokers[1], broker_id_path(1)
+    epoch0 = b.broker_epoch
+    assert update_listeners(c, listeners, 1, 10192, 10) is True
+    assert znode_ports(c, 1) == [10192, 10193]
+    assert c.zk.peek(path)[1].czxid == epoch0 and c.zk.peek(path)[1].version == 2
+    c.zk_expires_session(1, 20)
+    assert c.zk.peek(path) is None
+    assert c.broker_sends_zk_registration(1, 21) is None        # expiry not handled yet
+    assert c.broker_handles_session_expiry(1, 22) is True and b.register_pending
+    assert c.zk_creates_broker_znode(1, 23) is None             # nothing on its way
+    assert c.broker_sends_zk_registration(1, 24) is True
+    assert c.broker_sends_zk_registration(1, 24) is None and c.zk.peek(path) is None
+    epoch = c.zk_creates_broker_znode(1, 25)
+    assert epoch == b.broker_epoch > epoch0 and c.zk.peek(path)[1].czxid == epoch
+    assert c.zk.peek(path)[1].ephemeral_owner == b.session_id
+    assert znode_ports(c, 1) == [10192, 10193]
+    assert znode_ports(c, 0) == [9092, 9093]                    # the other broker untouched
+
+
+def test_before_kafka_6573_the_reregistration_carries_the_startup_endpoints():
+    """KAFKA-6573 switched off (``broker_info_not_cached``): the update writes ZooKeeper but not
+    KafkaController's BrokerInfo, so the registration after a session expiry puts the start-up
+    endpoints back."""
+    c, listeners = registration_cluster(broker_info_not_cached=True)
+    b = c.brokers[1]
+    assert update_listeners(c, listeners, 1, 10192, 10) is True
+    assert znode_ports(c, 1) == [10192, 10193]
+    assert [e.port for e in b.broker_info.broker.end_points] == [9192, 9193]
+    c.zk_expires_session(1, 20)
+    c.broker_handles_session_expiry(1, 21)
+    c.broker_sends_zk_registration(1, 22)
+    c.zk_creates_broker_znode(1, 23)
+    assert znode_ports(c, 1) == [9192, 9193]
+
+
+def test_update_broker_info_on_a_missing_znode_is_nonode_only_logged():
+    """ZB-9: ``updateBrokerInfo`` sets the BrokerInfo, then its SetData finds no znode (the
+    session expired): KeeperException NONODE, logged; nothing is created.  The queued
+    registration then registers the new endpoints."""
+    from impl.zk_controller import broker_id_path
+    c, listeners = registration_cluster()
+    b = c.brokers[1]
+    c.zk_expires_session(1, 10)
+    c.broker_handles_session_expiry(1, 11)
+    txns = len(c.zk.txn_log)
+    assert update_listeners(c, listeners, 1, 10192, 12) is False
+    assert "KeeperErrorCode = NoNode for /brokers/ids/1" in b.errors[-1]
+    assert c.zk.peek(broker_id_path(1)) is None and len(c.zk.txn_log) == txns
+    assert [e.port for e in b.broker_info.broker.end_points] == [10192, 10193]
+    with pytest.raises(KeeperException) as e:
+        b.zk_client.update_broker_info(b.broker_info, 13)
+    assert e.value.code == Code.NONODE
+    c.broker_sends_zk_registration(1, 14)
+    c.zk_creates_broker_znode(1, 15)
+    assert znode_ports(c, 1) == [10192, 10193]
+
+
+def test_a_listener_update_waits_for_the_registration_on_its_way_unless_racing():
+    """By default the update waits while a registration's create is on its way; Kafka's
+    unserialized config thread (ZB-10) updates the BrokerInfo, its SetData is NONODE, and the
+    create then writes the old endpoints, which nothing rewrites."""
+    for races in (False, True):
+        c, listeners = registration_cluster(broker_info_update_races_registration=races)
+        b = c.brokers[1]
+        c.zk_expires_session(1, 10)
+        c.broker_handles_session_expiry(1, 11)
+        c.broker_sends_zk_registration(1, 12)               # reads the BrokerInfo of 9192
+        result = update_listeners(c, listeners, 1, 10192, 13)
+        if not races:
+            assert result is None and b.broker_info_update_waits
+            c.zk_creates_broker_znode(1, 14)
+            assert update_listeners(c, listeners, 1, 10192, 15) is True
+            assert znode_ports(c, 1) == [10192, 10193]
+        else:
+            assert result is False and "NoNode" in b.errors[-1]
+            c.zk_creates_broker_znode(1, 14)
+            assert znode_ports(c, 1) == [9192, 9193]
+            assert [e.port for e in b.broker_info.broker.end_points] == [10192, 10193]
+
+
+def test_a_new_process_cannot_register_over_the_old_sessions_znode():
+    """ZB-5 at start-up: the crashed process's session still holds /brokers/ids/<id>, so the
+    new process's registerBroker is NodeExists and its start-up fails."""
+    c, listeners = registration_cluster()
+    c.node_crashes(1)
+    fresh = ZkBroker(1, c.zk, start=False)
+    with pytest.raises(KeeperException) as e:
+        fresh.startup(5, lambda zk_client, now_ms: listeners(1, zk_client, now_ms))
+    assert e.value.code == Code.NODEEXISTS
+
+
+@pytest.mark.parametrize("variant, steps", [
+    ("broker-info-not-cached",
+     ("operator_updates_listeners", "zk_expires_session", "broker_handles_session_expiry",
+      "broker_sends_zk_registration", "zk_creates_broker_znode")),
+    ("broker-info-update-races-registration",
+     ("zk_expires_session", "broker_handles_session_expiry", "broker_sends_zk_registration",
+      "operator_updates_listeners", "zk_creates_broker_znode")),
+])
+def test_the_injected_bug_is_the_models_variant(variant, steps, monkeypatch):
+    """The simulated cluster with the bug named after a variant follows that variant's model in
+    lockstep; without it, it diverges from the variant."""
+    import properties.conformance as conformance
+    from model.config import VARIANTS
+    from model.configs import CONFIGS
+    from model.step import Step
+    monkeypatch.setattr(conformance, "KNOWN_BUGS", conformance.KNOWN_BUGS + (variant,))
+    cfg, design = CONFIGS["zk-broker-registration"], VARIANTS[variant].design
+    trace = [Step(name, (1,)) for name in steps]
+    assert conformance.check_steps(cfg, trace, design=design, bugs=(variant,)) is None
+    div = conformance.check_steps(cfg, trace, design=design)
+    assert div is not None and div.index <= len(trace)

@@ -22,6 +22,7 @@ PINNED = {
     "kraft-broker-registration": (30390, 30390),
     "kraft-controller-endpoints": (10941, 10941),
     "kraft-broker-endpoints": (23975, 23975),
+    "zk-broker-registration": (152, 152),
 }
 
 

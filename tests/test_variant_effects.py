@@ -566,6 +566,40 @@ def effect_describe_lists_fenced_brokers():
         {(1, client, 0)})),)
 
 
+# ------------------------------------------------------------------------------------------
+# zk-broker-registration
+
+
+def effect_broker_info_not_cached():
+    """An operator updates B2's advertised listeners while /brokers/ids/B2 is there: both
+    designs rewrite the znode with version 1; shipped (since KAFKA-6573) KafkaController's
+    BrokerInfo follows, the variant keeps the startup one (version 0) for the next
+    re-registration."""
+    pre, good, bad = both("zk-broker-registration", "broker-info-not-cached", [],
+                          S("operator_updates_listeners", 1))
+    assert good.zk.broker_ids[1] == bad.zk.broker_ids[1] == 1
+    assert (good.nodes[1].listeners_version, good.nodes[1].broker_info) == (1, 1)
+    assert (bad.nodes[1].listeners_version, bad.nodes[1].broker_info) == (1, 0)
+
+
+def effect_broker_info_update_races_registration():
+    """B2's session expired and its RegisterBrokerAndReelect has sent the create with
+    version 0: shipped-by-the-model, the listener update waits for it (serialized); the variant
+    (Kafka's config thread) runs now, its SetData finds no znode, and the create then lands
+    with version 0."""
+    prefix = [S("zk_expires_session", 1), S("broker_handles_session_expiry", 1),
+              S("broker_sends_zk_registration", 1)]
+    pre, good, bad = both("zk-broker-registration", "broker-info-update-races-registration",
+                          prefix, S("operator_updates_listeners", 1))
+    assert pre.nodes[1].zk_registering == 0 and pre.zk.broker_ids[1] == -1
+    assert good is None
+    assert bad.nodes[1].broker_info == 1 and bad.zk.broker_ids[1] == -1
+    cfg = CONFIGS["zk-broker-registration"]
+    after = model_next.step(bad, cfg, VARIANTS["broker-info-update-races-registration"].design,
+                            S("zk_creates_broker_znode", 1))
+    assert after.zk.broker_ids[1] == 0 and after.nodes[1].listeners_version == 1
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -593,6 +627,8 @@ EFFECTS = {
     "heartbeat-checks-record-offset": effect_heartbeat_checks_record_offset,
     "registers-unresolved-endpoints": effect_registers_unresolved_endpoints,
     "describe-lists-fenced-brokers": effect_describe_lists_fenced_brokers,
+    "broker-info-not-cached": effect_broker_info_not_cached,
+    "broker-info-update-races-registration": effect_broker_info_update_races_registration,
 }
 
 

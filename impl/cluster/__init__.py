@@ -14,7 +14,11 @@ Each node is a process with Kafka's parts:
   the receiving side (F-28..F-30), DescribeCluster (D-1), and its
   ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``;
 - with KRaft broker registration: a broker's ``BrokerLifecycleManager`` (BL-1..BL-12) and a
-  controller's ``ClusterControlManager`` (BR-1..BR-13, BH-1..BH-11), the leader's active.
+  controller's ``ClusterControlManager`` (BR-1..BR-13, BH-1..BH-11), the leader's active;
+- with ZooKeeper broker registration: each ZK broker's /brokers/ids/<id> (ZB-1..ZB-10), from
+  ``KafkaServer.createBrokerInfo`` over its current (dynamically updated) advertised listeners,
+  registered again after a session expiry, rewritten by an operator's listener update; a ZK
+  broker's DescribeCluster answers from those znodes.
 
 Bytes travel between nodes as ``Message``s: requests built by the channels (real
 EnvelopeRequest / ControllerRegistrationRequest bytes; BrokerRegistration and BrokerHeartbeat
@@ -39,11 +43,14 @@ another description of the same protocol; nothing here imports it.
 from __future__ import annotations
 
 from impl.cluster.observation import (BrokerRegistrationView, ClientResult, ClusterObservation,
-                                      DurableWrite, MessageView, Registration)
+                                      DurableWrite, MessageView, Registration,
+                                      ZkBrokerRegistrationView)
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
-from impl.cluster.wiring import (KAFKA_REGISTRATION_NO_RECHECK, REGISTERS_UNRESOLVED_ENDPOINTS,
-                                 REGISTRATION_BUGS, Acls, ClusterWiring, Conn, Node)
+from impl.cluster.wiring import (BROKER_INFO_NOT_CACHED, BROKER_INFO_UPDATE_RACES_REGISTRATION,
+                                 KAFKA_REGISTRATION_NO_RECHECK, REGISTERS_UNRESOLVED_ENDPOINTS,
+                                 REGISTRATION_BUGS, ZK_REGISTRATION_BUGS, Acls, ClusterWiring,
+                                 Conn, Node)
 
 
 class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
@@ -53,8 +60,10 @@ class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
 
 __all__ = [
     "Cluster", "STEPS", "FAULTS", "KAFKA_REGISTRATION_NO_RECHECK", "REGISTRATION_BUGS",
-    "REGISTERS_UNRESOLVED_ENDPOINTS",
+    "REGISTERS_UNRESOLVED_ENDPOINTS", "ZK_REGISTRATION_BUGS", "BROKER_INFO_NOT_CACHED",
+    "BROKER_INFO_UPDATE_RACES_REGISTRATION",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
+    "ZkBrokerRegistrationView",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",
     "ClusterWiring", "ClusterSteps", "ClusterObservation",
 ]

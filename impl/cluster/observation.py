@@ -19,7 +19,12 @@ the cluster).
   EnvelopeResponse, ControllerRegistrationRequest / Response, BrokerRegistrationRequest /
   Response, BrokerHeartbeatRequest / Response);
 - ``incarnations``: a node's process runs (KRaft controllers, and KRaft brokers that register:
-  their incarnation ids).
+  their incarnation ids);
+- ``zk_broker_registrations``/``zk_broker_info``: with ZooKeeper broker registration, the
+  /brokers/ids znodes decoded from their JSON (ZB-3, with the czxid, the broker epoch, ZB-4),
+  and what a ZK broker holds: the version of its listeners configuration and the endpoints of
+  its KafkaController's BrokerInfo (ZB-7, ZB-9); ``advertised_version`` (from the wiring) tells
+  which version of a node's listeners configuration advertised an endpoint.
 """
 from __future__ import annotations
 
@@ -75,6 +80,15 @@ class BrokerRegistrationView:
     incarnation_id: object
     broker_epoch: int
     endpoints: tuple = ()       # its EndPoints: (listener name, host, port)
+
+
+@dataclass(frozen=True)
+class ZkBrokerRegistrationView:
+    """A /brokers/ids/<id> znode, decoded (``BrokerIdZNode.decode``)."""
+    broker_id: int
+    endpoints: tuple            # (listener name, host, port), in the znode's order
+    broker_epoch: int           # its czxid (ZB-4)
+    json_version: int
 
 
 @dataclass(frozen=True)
@@ -161,6 +175,26 @@ class ClusterObservation:
         if not node.alive or node.lifecycle is None:
             return False, -1
         return node.lifecycle.registered, node.lifecycle.broker_epoch
+
+    def zk_broker_registrations(self) -> list:
+        """The /brokers/ids znodes (ZooKeeper broker registration), in broker id order."""
+        if self.kraft:
+            return []
+        return [ZkBrokerRegistrationView(b, tuple((e.listener_name, e.host, e.port)
+                                                  for e in info.broker.end_points),
+                                         stat.czxid, info.version)
+                for b, (info, stat) in sorted(self.zkc.registered_brokers().items())]
+
+    def zk_broker_info(self, node_id: int) -> tuple:
+        """(the version of the node's listeners configuration, the endpoints of its
+        KafkaController's BrokerInfo as (listener name, host, port), None while it is down or
+        holds none)."""
+        node = self.nodes[node_id]
+        zb = None if self.kraft else self.zkc.brokers[node_id]
+        info = zb.broker_info if zb is not None and zb.alive else None
+        endpoints = None if info is None else tuple(
+            (e.listener_name, e.host, e.port) for e in info.broker.end_points)
+        return node.listeners_version, endpoints
 
     def _run_incarnation(self, conn) -> object:
         """The incarnation of the process run that opened connection ``conn``."""

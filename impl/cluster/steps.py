@@ -25,9 +25,12 @@ a bug in the implementation and propagates.  The handlers and the helpers only t
 - the network: connections opened per (node, listener, purpose) and closed by a disconnect, a
   network timeout (F-16) or the receiver (F-23, F-24); ``NetworkClient``'s disconnect re-queues
   the channel's request (F-21.3);
+- ZooKeeper broker registration: a ZK broker's ``RegisterBrokerAndReelect`` sends the create
+  of /brokers/ids/<id> with its cached BrokerInfo and ZooKeeper applies it (ZB-4..ZB-7); a
+  restart waits for the old session's znode to go (ZB-5);
 - time: ``clock_ticks`` and the channel deadlines due in the current tick (F-16, F-19);
 - faults (``FAULTS``, budgeted like the model's bounds): lost messages, crashes, restarts, ZK
-  session expiries, elections.
+  session expiries, elections, and an operator's dynamic listener update (ZB-9).
 """
 from __future__ import annotations
 
@@ -79,8 +82,10 @@ STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_
          "broker_handles_lifecycle_response", "controller_fences_stale_broker",
          "node_discards_stale_response", "controller_processes_event",
          "controller_commits_records", "node_replays_record", "broker_handles_session_expiry",
+         "broker_sends_zk_registration", "zk_creates_broker_znode",
          "broker_elects_controller", "controller_becomes_leader", "clock_ticks",
-         "zk_expires_session", "network_drops_message", "node_crashes", "node_restarts")
+         "zk_expires_session", "network_drops_message", "node_crashes", "node_restarts",
+         "operator_updates_listeners")
 # the steps that take a message in flight
 MESSAGE_STEPS = ("controller_handles_envelope", "broker_handles_envelope_response",
                  "controller_handles_registration", "controller_handles_registration_response",
@@ -89,7 +94,8 @@ MESSAGE_STEPS = ("controller_handles_envelope", "broker_handles_envelope_respons
                  "network_drops_message")
 FAULTS = {"zk_expires_session": "session_expiries", "network_drops_message": "drops",
           "node_crashes": "crashes", "node_restarts": "restarts",
-          "broker_elects_controller": "elections", "controller_becomes_leader": "elections"}
+          "broker_elects_controller": "elections", "controller_becomes_leader": "elections",
+          "operator_updates_listeners": "listener_updates"}
 
 
 class ClusterSteps:
@@ -266,6 +272,17 @@ class ClusterSteps:
             resp = BrokerDescribeCluster("kipcheck-cluster", self.acls.cluster,
                                          random.Random(self.seed)).handle(
                 ctx, version, body, brokers=brokers)
+        elif self.config.zk_broker_registration:
+            # L-27 on a ZK broker: the brokers registered in /brokers/ids, at the endpoints
+            # their znodes carry -- what the controller's UpdateMetadata publishes (ZB-11),
+            # taken as instant
+            brokers = [BrokerRegistration(b, {e.listener_name: (e.host, e.port)
+                                              for e in info.broker.end_points},
+                                          info.broker.rack)
+                       for b, (info, _) in sorted(self.zkc.registered_brokers().items())]
+            resp = BrokerDescribeCluster("kipcheck-cluster", self.acls.cluster,
+                                         random.Random(self.seed)).handle(
+                ctx, version, body, brokers=brokers, zk_controller_id=self.zkc.controller())
         else:
             # brokers that do not register stand registered from their configuration
             brokers = []
@@ -918,6 +935,51 @@ class ClusterSteps:
             self.zkc.broker_handles_session_expiry(n, self.now_ms)
         return True
 
+    def _zk_registering_broker(self, n: int):
+        """Node ``n``'s ``ZkBroker`` where ZK brokers register in /brokers/ids, else None."""
+        if self.kraft or not self.config.zk_broker_registration or self._node(n) is None:
+            return None
+        return self.zkc.brokers[n]
+
+    def _ev_broker_sends_zk_registration(self, n: int, dry: bool) -> bool:
+        """ZB-7: the broker's RegisterBrokerAndReelect runs (queued at start-up and by every
+        new session): ``registerBroker`` reads KafkaController's BrokerInfo and sends the
+        checked ephemeral create of /brokers/ids/<id>."""
+        zb = self._zk_registering_broker(n)
+        if zb is None or not zb.alive or zb.session_expired or not zb.register_pending or \
+                zb.registering is not None:
+            return False
+        if not dry:
+            self.zkc.broker_sends_zk_registration(n, self.now_ms)
+        return True
+
+    def _ev_zk_creates_broker_znode(self, n: int, dry: bool) -> bool:
+        """ZB-4, ZB-5: ZooKeeper applies the create on its way; the broker epoch is the new
+        znode's czxid (an error is only logged, ZB-8)."""
+        zb = self._zk_registering_broker(n)
+        if zb is None or not zb.alive or zb.registering is None:
+            return False
+        if not dry:
+            self.zkc.zk_creates_broker_znode(n, self.now_ms)
+        return True
+
+    def _ev_operator_updates_listeners(self, n: int, dry: bool) -> bool:
+        """ZB-9 (KIP-226): an operator alters broker ``n``'s ``advertised.listeners`` (a
+        dynamic broker config, kept in /config/brokers/<id>; the broker's config manager
+        delivering it is taken as part of the step).  The new config is installed, then
+        ``DynamicListenerConfig.reconfigure`` sees the advertised endpoints changed and calls
+        ``KafkaController.updateBrokerInfo(createBrokerInfo)``: the cached BrokerInfo, then a
+        SetData of /brokers/ids/<id> (NONODE only logged).  It waits while a registration is
+        on its way (unless Kafka's unserialized config thread is injected, ZB-10)."""
+        zb = self._zk_registering_broker(n)
+        if zb is None or not zb.alive or zb.broker_info_update_waits:
+            return False
+        if not dry:
+            self.install_dynamic_listeners(n)
+            info = self.create_broker_info(n, zb.zk_client, self.now_ms)
+            self.zkc.operator_updates_listeners(n, info, self.now_ms)
+        return True
+
     def _ev_broker_elects_controller(self, n: int, dry: bool) -> bool:
         if self.kraft or self._node(n) is None:
             return False
@@ -1063,6 +1125,11 @@ class ClusterSteps:
         if not self.kraft:
             zb = self.zkc.brokers[n]
             if self.zkc.controller() == n and not zb.session_expired:
+                return False
+            if self.config.zk_broker_registration and \
+                    self.zkc.registered_brokers().get(n) is not None:
+                # the old session's /brokers/ids/<id> is still there: the new process's
+                # registerBroker fails with NodeExistsException (ZB-5) and it does not start
                 return False
         if dry:
             return True

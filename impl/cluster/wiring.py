@@ -49,7 +49,8 @@ from impl.protocol.principal import KafkaPrincipal
 from impl.registration import (ControllerRegistrationManager, configured_listener_info,
                                listener_info)
 from impl.sim import Network
-from impl.zk_controller import ZkCluster
+from impl.zk_controller import (DEFAULT_INTER_BROKER_PROTOCOL_VERSION, BrokerInfo, KafkaZkClient,
+                                 ZkCluster, create_broker_info)
 
 # ``ClusterConfig.bugs`` this cluster honours besides ``skip-check-op`` (the ZK controller writes
 # without the CheckOp, Z-2): Kafka's shipped ControllerRegistrationManager logic where the
@@ -68,6 +69,22 @@ REGISTRATION_BUGS = {KAFKA_REGISTRATION_NO_RECHECK: "kafka_drops_check_while_pen
 # RegisterControllerRecord unchecked -- Kafka before KAFKA-15458 (EP-6; the model's variant of
 # that name).  A broker's are still refused (BR-4.8).  Default: resolved at start-up (EP-1).
 REGISTERS_UNRESOLVED_ENDPOINTS = "registers-unresolved-endpoints"
+
+# ``ClusterConfig.bugs`` of ZooKeeper broker registration, named after the model's variants, and
+# the ``ZkBroker`` switch each turns on:
+#   broker-info-not-cached: a dynamic listener update writes /brokers/ids/<id> but leaves
+#   KafkaController's brokerInfo, which a session expiry re-registers (before KAFKA-6573);
+#   broker-info-update-races-registration: the update does not wait for a registration on its
+#   way to ZooKeeper (Kafka's config thread against its controller event thread, ZB-10).
+BROKER_INFO_NOT_CACHED = "broker-info-not-cached"
+BROKER_INFO_UPDATE_RACES_REGISTRATION = "broker-info-update-races-registration"
+ZK_REGISTRATION_BUGS = {BROKER_INFO_NOT_CACHED: "broker_info_not_cached",
+                        BROKER_INFO_UPDATE_RACES_REGISTRATION:
+                            "broker_info_update_races_registration"}
+
+# the operator's dynamic listener update number v advertises every listener at its configured
+# port + v * DYNAMIC_PORT_STEP (a port-0 listener keeps port 0 under a host of its own per update)
+DYNAMIC_PORT_STEP = 1000
 
 # the cluster id every broker registers with and every controller expects (BR-4.2)
 CLUSTER_ID = "kipcheck-cluster"
@@ -140,6 +157,14 @@ class Node:
     # per process run: the port each bound listener got (``SocketServer.boundPort``, EP-5):
     # the configured one, or for port 0 one the operating system chose for that run
     bound_ports: list = field(default_factory=list)
+    # per version of its listeners configuration (0: server.properties, then one per dynamic
+    # update, kept across restarts as Kafka keeps them in /config/brokers/<id>): its
+    # ``effectiveAdvertisedListeners`` (impl.config.Endpoint tuples)
+    listener_versions: list = field(default_factory=list)
+
+    @property
+    def listeners_version(self) -> int:
+        return len(self.listener_versions) - 1
 
 
 class ClusterWiring:
@@ -173,7 +198,8 @@ class ClusterWiring:
         for spec in config.nodes:
             props = spec.props()
             lc = listener_config.validate(props)
-            self.nodes[spec.node_id] = Node(spec, lc, spec.role)
+            self.nodes[spec.node_id] = Node(spec, lc, spec.role,
+                                            listener_versions=[lc.advertised_broker_listeners])
             self._bind_listeners(spec.node_id)
         if self.kraft:
             self._start_kraft()
@@ -238,6 +264,33 @@ class ClusterWiring:
             for name, address in self.resolved_endpoints(node_id, run).items():
                 if address == (host, port):
                     return name
+        for endpoints in node.listener_versions[1:]:
+            for e in endpoints:
+                if self._advertises(node_id, e, host, port):
+                    return e.listener_name
+        return None
+
+    def _advertises(self, node_id: int, e, host: str, port: int) -> bool:
+        """Whether advertised endpoint ``e`` of ``node_id`` is ``host:port`` as the broker
+        resolves it (ZB-2: a blank host is the canonical host name, port 0 a port one of its
+        process runs bound)."""
+        node = self.nodes[node_id]
+        resolved_host = e.host if (e.host or "").strip() else self.canonical_host(node_id)
+        if resolved_host != host:
+            return False
+        return e.port == port or (e.port == 0 and any(
+            ports.get(e.listener_name) == port for ports in node.bound_ports))
+
+    def advertised_version(self, node_id: int, listener: str, host: str, port: int) -> int | None:
+        """The version of ``node_id``'s listeners configuration (0: as started, then one per
+        dynamic update) whose advertised ``listener`` is ``host:port``; None: none."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return None
+        for version, endpoints in enumerate(node.listener_versions):
+            for e in endpoints:
+                if e.listener_name == listener and self._advertises(node_id, e, host, port):
+                    return version
         return None
 
     def ephemeral_port_run(self, node_id: int, port: int) -> int | None:
@@ -268,11 +321,67 @@ class ClusterWiring:
 
     def _start_zk(self) -> None:
         cfg = self.config
+        switches = {flag: True for bug, flag in ZK_REGISTRATION_BUGS.items() if bug in self.bugs}
         self.zkc = ZkCluster(len(cfg.nodes), initial_controller=cfg.initial_controller,
                              check_epoch_zk_version="skip-check-op" not in self.bugs,
-                             session_timeout_ms=18_000)
+                             session_timeout_ms=18_000,
+                             create_broker_info=(self.create_broker_info
+                                                 if cfg.zk_broker_registration else None),
+                             **switches)
         for n in self.nodes:
             self._start_zk_broker(n)
+
+    # ---- ZooKeeper broker registration (ZB-1..ZB-10) -------------------------------------------
+
+    def create_broker_info(self, n: int, zk_client: KafkaZkClient, now_ms: int) -> BrokerInfo:
+        """``KafkaServer.createBrokerInfo`` of node ``n`` (ZB-2): its current advertised
+        listeners (the dynamic updates included) resolved by its current process run, its
+        ``inter.broker.protocol.version`` and ``broker.rack``."""
+        node = self.nodes[n]
+        props = node.spec.props()
+        return create_broker_info(
+            zk_client, n, node.listener_versions[-1], now_ms=now_ms,
+            bound_ports=node.bound_ports[node.run], canonical_host=self.canonical_host(n),
+            inter_broker_protocol_version=props.get("inter.broker.protocol.version",
+                                                    DEFAULT_INTER_BROKER_PROTOCOL_VERSION),
+            rack=props.get("broker.rack"))
+
+    def dynamic_advertised_listeners(self, n: int, version: int) -> str:
+        """The ``advertised.listeners`` an operator sets on broker ``n`` for its update number
+        ``version``: each advertised listener at its configured port + version *
+        DYNAMIC_PORT_STEP (port 0 stays 0, under the host ``<node>-v<version>``)."""
+        node = self.nodes[n]
+        entries = []
+        for e in node.listener_versions[0]:
+            if e.port == 0:
+                host, port = f"{node.spec.name.lower()}-v{version}", 0
+            else:
+                host, port = e.host or "", e.port + version * DYNAMIC_PORT_STEP
+            if ":" in host:
+                host = f"[{host}]"
+            entries.append(f"{e.listener_name}://{host}:{port}")
+        return ",".join(entries)
+
+    def install_dynamic_listeners(self, n: int) -> None:
+        """``DynamicBrokerConfig.updateCurrentConfig`` with the operator's next
+        ``advertised.listeners``: the new configuration is validated as a whole (L-0..L-27),
+        then by ``DynamicListenerConfig.validateReconfiguration`` (an existing listener keeps
+        its security protocol, the inter-broker listener stays advertised), then installed."""
+        node = self.nodes[n]
+        props = dict(node.spec.props())
+        props["advertised.listeners"] = self.dynamic_advertised_listeners(
+            n, node.listeners_version + 1)
+        lc = listener_config.validate(props)
+        old = {e.listener_name: e.security_protocol for e in node.listener_versions[-1]}
+        for e in lc.advertised_broker_listeners:
+            if e.listener_name in old and old[e.listener_name] != e.security_protocol:
+                raise ValueError(f"Security protocol cannot be updated for existing listener "
+                                 f"{e.listener_name}")
+        if lc.inter_broker_listener_name not in {e.listener_name
+                                                 for e in lc.advertised_broker_listeners}:
+            raise ValueError(f"Advertised listener must be specified for inter-broker listener "
+                             f"{lc.inter_broker_listener_name}")
+        node.listener_versions.append(lc.advertised_broker_listeners)
 
     def _start_zk_broker(self, n: int) -> None:
         node = self.nodes[n]

@@ -42,7 +42,7 @@ from properties.symbolic.state import BUDGETS, Layout
 POOL = 500          # reachable states sampled as starting points
 TRIES = 40          # candidates per accepted state before a generator gives up
 _BOUNDS = dict(zip(BUDGETS, ("max_elections", "max_session_expiries", "max_crashes",
-                             "max_restarts", "max_drops")))
+                             "max_restarts", "max_drops", "max_listener_updates")))
 
 
 # --------------------------------------------------------------------------------------------

@@ -469,7 +469,7 @@ def _differences(got, want) -> list:
     the state record: "now", "zk", ..., "nodes[1].registered_in_log", "clients[0]"."""
     out = []
     for f in ("now", "zk", "quorum", "network", "elections_left", "expiries_left",
-              "crashes_left", "restarts_left", "drops_left"):
+              "crashes_left", "restarts_left", "drops_left", "updates_left"):
         if getattr(got, f) != getattr(want, f):
             out.append((f, f"{f}: encoding {getattr(got, f)} != model {getattr(want, f)}"))
     for i, (a, b) in enumerate(zip(got.nodes, want.nodes)):

@@ -34,8 +34,8 @@ from typing import NamedTuple
 import z3
 
 from model.config import DESCRIBE, KRAFT, ModelConfig
-from model.state import (MSG_ARITY, NO_NODE, NO_TIME, Channel, Client, Event, Node, Quorum,
-                         Reply, Response, State, Write, Zk, item, message, record)
+from model.state import (MSG_ARITY, NO_NODE, NO_TIME, NO_VERSIONS, Channel, Client, Event, Node,
+                         Quorum, Reply, Response, State, Write, Zk, item, message, record)
 
 # Field lists of the records stored in slots: (field, sort) with sort "i" (Int) or "b" (Bool).
 # Channel items, messages and log records are stored by position: each kind names its fields
@@ -65,15 +65,21 @@ NODE_SCALARS = (("alive", "b"), ("incarnation", "i"), ("session_expired", "b"),
                 ("known_controller", "i"), ("ctrl_versions", "i"), ("replayed", "i"),
                 ("send_requested", "b"), ("pending_rpc", "b"), ("registered_in_log", "b"),
                 ("retry_at", "i"), ("broker_epoch", "i"), ("lifecycle_registered", "b"),
-                ("lifecycle_to", "i"), ("heartbeat_at", "i"), ("hb_contact", "i"))
+                ("lifecycle_to", "i"), ("heartbeat_at", "i"), ("hb_contact", "i"),
+                ("listeners_version", "i"), ("broker_info", "i"), ("zk_register_pending", "b"),
+                ("zk_registering", "i"))
 _ZK_ONLY_NODE = {"session_expired", "zk_active", "zk_epoch", "zk_epoch_version"}
 _KRAFT_ONLY_NODE = {"replayed", "send_requested", "pending_rpc", "registered_in_log", "retry_at"}
 # KRaft broker registration is not encoded yet: these fields are constants in every layout,
 # and a configuration that runs broker registration is refused (fidelity.unencoded_actions)
 _BROKER_LIFECYCLE_NODE = {"broker_epoch": -1, "lifecycle_registered": False,
-                          "lifecycle_to": NO_NODE, "heartbeat_at": NO_TIME, "hb_contact": NO_TIME}
+                          "lifecycle_to": NO_NODE, "heartbeat_at": NO_TIME, "hb_contact": NO_TIME,
+                          # ZooKeeper broker registration, not encoded either
+                          "listeners_version": 0, "broker_info": 0, "zk_register_pending": False,
+                          "zk_registering": NO_VERSIONS}
 CLIENT_SCALARS = (("sent", "b"), ("forwarded", "b"), ("sent_at", "i"), ("version", "i"))
-BUDGETS = ("elections_left", "expiries_left", "crashes_left", "restarts_left", "drops_left")
+BUDGETS = ("elections_left", "expiries_left", "crashes_left", "restarts_left", "drops_left",
+           "updates_left")
 
 _DEFAULT = {"i": 0, "b": False}
 
@@ -282,6 +288,9 @@ class Layout:
                           lambda w: w)
             self._put_seq(out, "zk.holders", self.cap.holders, HOLDER_FIELDS,
                           state.zk.epoch_holders, _Holder)
+            if state.zk.broker_ids:     # ZooKeeper broker registration: not encoded
+                raise ValueError(f"zk.broker_ids = {state.zk.broker_ids!r}: ZooKeeper broker "
+                                 f"registration is not in the encoding")
         return out
 
     @staticmethod
