@@ -483,7 +483,9 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
     controller registered there (its last registration), or of every broker registered there
     and not fenced, each as its registration carries it.  (A node answers from the log it has
     replayed, which may lag: the prefix need not be the whole log.)  Brokers that do not
-    register stand outside it (broker-describe-lists-itself).
+    register stand outside it (broker-describe-lists-itself), and so do ZooKeeper brokers,
+    which answer from /brokers/ids as it is when they answer, a history the state does not
+    keep (zk-registration-carries-current-endpoints states what those registrations hold).
 
     KIP-919: "This registration will include information about the endpoints which they
     possess ... The registration will be persisted in the metadata log as hard state"; R-21
