@@ -21,6 +21,7 @@ from pathlib import Path
 from kipcheck.errors import (EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
                              EXIT_VIOLATION, EXIT_WITNESS_MISSING, BadInput)
 from kipcheck.outputs import check_output_dir, check_output_file, write_output
+from kipcheck.workers import worker_init
 
 
 class _Parser(argparse.ArgumentParser):
@@ -592,13 +593,6 @@ def _table(header, rows, out) -> None:
         print("  ".join(f"{c:<{w}}" for c, w in zip(r, widths)), file=out)
 
 
-def _ignore_sigint() -> None:
-    """In the check's worker processes: Ctrl-C is the parent's to handle (it stops them);
-    otherwise every idle worker prints its own KeyboardInterrupt traceback."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _stop_pool(executor) -> None:
     """Stop a process pool now: its running jobs are not waited for (an exploration may run
     for minutes), its processes are terminated."""
@@ -672,7 +666,8 @@ def cmd_check(args) -> int:
         mapper = map(checkjob.run_job, jobs)
         executor = None
     else:
-        executor = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+        executor = ProcessPoolExecutor(max_workers=workers, initializer=worker_init,
+                                       initargs=(os.getpid(),))
         mapper = executor.map(checkjob.run_job, jobs)
     try:
         for i, res in enumerate(mapper, 1):

@@ -211,6 +211,35 @@ def test_lint_config_refuses_a_huge_file(tmp_path, capsys):
 
 # ---- Ctrl-C -------------------------------------------------------------------------------------
 
+def test_check_workers_die_with_a_killed_parent(tmp_path):
+    """A ``check`` killed with SIGKILL (an out-of-memory kill, a CI job's time limit) cannot
+    stop its pool: its workers must not go on exploring without it (kipcheck.workers)."""
+    env = {**os.environ, "KIPCHECK_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kipcheck", "check", "--configs", "zk-small,kraft-small",
+         "--engines", "explore", "--jobs", "2", "--out", ""], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()
+    assert first.startswith("kipcheck check:"), first
+    time.sleep(3)                                       # workers are busy exploring
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                             text=True).stdout.split()
+    proc.kill()
+    proc.wait()
+
+    def alive():
+        return [pid for pid in workers if Path(f"/proc/{pid}").exists()
+                and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
+    deadline = time.monotonic() + 10
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive()
+    for pid in left:
+        subprocess.run(["kill", "-9", pid], capture_output=True)
+    assert workers, "the check's worker processes were not found"
+    assert left == [], f"workers {left} outlived their killed parent"
+
+
 def test_check_stops_soon_after_ctrl_c(tmp_path):
     """``check`` on the small configurations would explore for many minutes; Ctrl-C (SIGINT
     to the kipcheck process) ends it promptly with exit 130 and one line, its worker processes

@@ -34,12 +34,12 @@ from __future__ import annotations
 import os
 import random
 import shlex
-import signal
 import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
 
+from kipcheck.workers import worker_init
 from kipcheck.campaign.results import (CampaignError, Merged, OutputError, ResultStore,
                                        is_expected, merge, os_reason)
 from kipcheck.campaign.seeds import shard_tasks
@@ -192,11 +192,12 @@ class CampaignSummary:
 
 # ---- executors ------------------------------------------------------------------------------
 
-def _worker_init() -> None:
+def _worker_init(parent_pid: int) -> None:
     """Process-pool worker set-up: Ctrl-C goes to the driver only (a worker that caught it
-    would end its shard early); Hypothesis's storage (written even with database=None,
-    Spark pitfall P9) goes to a temporary directory, not the user's working directory."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    would end its shard early), and the worker dies with the driver (``kipcheck.workers``);
+    Hypothesis's storage (written even with database=None, Spark pitfall P9) goes to a
+    temporary directory, not the user's working directory."""
+    worker_init(parent_pid)
     os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
                           os.path.join(tempfile.gettempdir(), "kipcheck-hypothesis"))
 
@@ -226,7 +227,7 @@ def _processes(spec, tasks, workers, fn=None):
     workers = workers or min(len(tasks), os.cpu_count() or 1) or 1
     pool = ProcessPoolExecutor(max_workers=workers,
                                mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init)
+                               initializer=_worker_init, initargs=(os.getpid(),))
     pending: dict = {}
     clean = False
     try:
