@@ -117,7 +117,7 @@ def feature_level_record(feature: str, level: int) -> MetadataRecord:
     return MetadataRecord("FeatureLevelRecord", {"Name": feature, "FeatureLevel": level})
 
 
-_JAVA_BLANK = "".join(map(chr, range(33)))          # what String.trim() removes
+JAVA_BLANK = "".join(map(chr, range(33)))           # what String.trim() removes
 
 
 def unserializable_endpoint(port: int, host: str | None) -> str | None:
@@ -133,7 +133,7 @@ def unserializable_endpoint(port: int, host: str | None) -> str | None:
         return f"Cannot serialize invalid port number {port} in ListenerInfo."
     if host is None:
         return "Cannot serialize null host in ListenerInfo."
-    if not host.strip(_JAVA_BLANK):
+    if not host.strip(JAVA_BLANK):
         return "Cannot serialize empty host in ListenerInfo."
     return None
 

@@ -38,8 +38,7 @@ from impl.kraft import LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VER
 from impl.protocol.api_keys import BROKER_HEARTBEAT, BROKER_REGISTRATION
 from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
 from impl.config import Endpoint
-from impl.registration import (ExponentialBackoff, configured_listener_info, listener_info,
-                               random_incarnation_id)
+from impl.registration import ExponentialBackoff, listener_info, random_incarnation_id
 
 # KRaftConfigs defaults (BH-1)
 BROKER_HEARTBEAT_INTERVAL_MS = 2000
@@ -72,9 +71,7 @@ def broker_listener_info(endpoints: Iterable[Endpoint], inter_broker_listener_na
     endpoints = list(endpoints)
     first = [e for e in endpoints if e.listener_name == inter_broker_listener_name][:1]
     ordered = first + [e for e in endpoints if e not in first]
-    if not resolve:
-        return configured_listener_info(ordered)
-    return listener_info(ordered, local_host, bound_ports)
+    return listener_info(ordered, local_host, bound_ports, resolve=resolve)
 
 
 def _is_reserved_directory(value: uuid.UUID) -> bool:

@@ -38,14 +38,13 @@ from collections.abc import Iterable, Mapping
 from impl.config import Endpoint
 from impl.context import ChannelRequest
 from impl.kraft import (LATEST_PRODUCTION_MV, METADATA_VERSION, MINIMUM_KRAFT_VERSION, MV_3_7_IV0,
-                        MetadataDelta, MetadataImage, unserializable_endpoint)
+                        JAVA_BLANK, MetadataDelta, MetadataImage, unserializable_endpoint)
 from impl.protocol.api_keys import CONTROLLER_REGISTRATION
 from impl.protocol.errors import NONE, UNKNOWN_SERVER_ERROR
 from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
 
 REGISTRATION_RETRY_TIMEOUT_MS = 5000     # the "registration" channel's retryTimeoutMs (R-11, F-17)
 
-_JAVA_BLANK = "".join(map(chr, range(33)))          # what String.trim() removes
 
 # Kafka's reserved Uuids (Uuid.RESERVED): ZERO_UUID and METADATA_TOPIC_ID (0, 1).
 _RESERVED_UUIDS = (uuid.UUID(int=0), uuid.UUID(int=1))
@@ -120,10 +119,6 @@ def registration_backoff(rng: random.Random) -> ExponentialBackoff:
     return ExponentialBackoff(100, 2, 120000, 0.02, rng)
 
 
-# ``ListenerInfo.checkPortIsSerializable`` then ``checkHostIsSerializable`` (R-5, EP-4)
-_unserializable = unserializable_endpoint
-
-
 class ControllerChannel(Protocol):
     """The controller channel the manager sends through (``NodeToControllerChannelManager``)."""
 
@@ -131,16 +126,20 @@ class ControllerChannel(Protocol):
 
 
 def listener_info(endpoints: Iterable[Endpoint], local_host: str | None = None,
-                  bound_ports: Mapping[str, int] | None = None) -> tuple[dict, ...]:
+                  bound_ports: Mapping[str, int] | None = None, *,
+                  resolve: bool = True) -> tuple[dict, ...]:
     """``ListenerInfo`` of advertised endpoints as a process run registers them (EP-1): a
     wildcard host -- null or blank, ``withWildcardHostnamesResolved``; an explicit ``0.0.0.0``
     or ``::`` is kept as written -- becomes the local canonical host name (EP-3), and port 0
     the port this run bound for the listener of that name (``withEphemeralPortsCorrected``,
     ``SocketServer.boundPort``: EP-4, EP-5; ControllerServer L167-171, BrokerServer
-    L257-260).  A non-zero port is kept as configured.  Computed once, at start-up."""
+    L257-260).  A non-zero port is kept as configured.  Computed once, at start-up.
+    ``resolve`` False: as configured (``configured_listener_info``)."""
+    if not resolve:
+        return configured_listener_info(endpoints)
     out = []
     for e in endpoints:
-        host = e.host if e.host is not None and e.host.strip(_JAVA_BLANK) else local_host
+        host = e.host if e.host is not None and e.host.strip(JAVA_BLANK) else local_host
         port = e.port if e.port != 0 else (bound_ports or {}).get(e.listener_name, 0)
         out.append({"Name": e.listener_name, "Host": host, "Port": port,
                     "SecurityProtocol": SECURITY_PROTOCOL_IDS[e.security_protocol]})
@@ -279,7 +278,7 @@ class ControllerRegistrationManager:
         # RuntimeException ends the event and nothing is sent.  Before KAFKA-15458 nothing was
         # checked.
         for listener in () if self.registers_unresolved_endpoints else self.listeners:
-            problem = _unserializable(listener.get("Port"), listener.get("Host"))
+            problem = unserializable_endpoint(listener.get("Port"), listener.get("Host"))
             if problem is not None:
                 self.last_error = problem
                 return False

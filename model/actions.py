@@ -429,13 +429,8 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
         # L-27: the brokers registered in /brokers/ids, with the endpoints their znodes carry
         # (the controller's UpdateMetadata taken as instant); the token is the version of the
         # listeners configuration, not a process run, and names all of a broker's listeners
-        endpoints = set()
-        for b in cfg.brokers():
-            version = s.zk.broker_ids[b]
-            for lst in cfg.nodes[b].listeners if version != NO_VERSIONS else ():
-                if lst.name == name or d.metadata_all_listeners:
-                    endpoints.add((b, cfg.listener_index(lst.name), version))
-        return _respond(s, c, Response(kafka.NONE, endpoints=frozenset(endpoints)))
+        candidates = [(b, s.zk.broker_ids[b]) for b in cfg.brokers()
+                      if s.zk.broker_ids[b] != NO_VERSIONS]
     else:
         # L-27: alive brokers; brokers that do not run their BrokerLifecycleManager stand
         # registered from configuration, unfenced while they are up.
@@ -444,7 +439,8 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
     for x, token in candidates:
         for lst in cfg.nodes[x].listeners:
             if lst.name == name or d.metadata_all_listeners:
-                endpoints.add((x, cfg.listener_index(lst.name), listener_endpoint(lst, token)))
+                endpoints.add((x, cfg.listener_index(lst.name),
+                               token if cfg.mode == ZK else listener_endpoint(lst, token)))
     return _respond(s, c, Response(kafka.NONE, endpoints=frozenset(endpoints)))
 
 

@@ -451,22 +451,28 @@ def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bo
                    for r in s.clients[c].responses for e in r.endpoints)
 
 
-def _registered_endpoints(log, cfg: ModelConfig, role: str, listener: int) -> frozenset:
-    """The endpoints on ``listener`` of the nodes of ``role`` registered in ``log``, as
-    replay leaves them: each node's last registration (R-18, BR-10); brokers only while
-    unfenced (BR-12, L-27)."""
-    latest = {}
-    for rec in log:
-        if role == CONTROLLER and rec.kind == REGISTER_CONTROLLER:
-            latest[rec.controller_id] = rec.endpoints
-    if role == BROKER:
-        for b in cfg.brokers():
-            reg = _committed_registration(log, b)
-            if reg is not None and not reg[1]:
-                latest[b] = reg[0].endpoints
+def _registered_endpoints_by_prefix(log, cfg: ModelConfig, role: str, listener: int):
+    """For k = 0 .. len(log), the endpoints on ``listener`` of the nodes of ``role``
+    registered in ``log[:k]``, as replay leaves them: each node's last registration (R-18,
+    BR-10); brokers only while unfenced (BR-12, L-27).  One pass over the log, lazily."""
     name = cfg.listener_names[listener]
-    return frozenset((x, listener, _on_listener(lst, token)) for x, token in latest.items()
-                     for lst in cfg.nodes[x].listeners if lst.name == name)
+    on = {x: [lst for lst in spec.listeners if lst.name == name]
+          for x, spec in enumerate(cfg.nodes)}
+    latest = {}                 # node -> the endpoints of its registration, while it counts
+    brokers = {}                # broker -> (its RegisterBrokerRecord, fenced)
+    for k in range(len(log) + 1):
+        if k:
+            rec = log[k - 1]
+            if role == CONTROLLER and rec.kind == REGISTER_CONTROLLER:
+                latest[rec.controller_id] = rec.endpoints
+            elif role == BROKER and _replay_broker_record(brokers, rec):
+                reg, fenced = brokers[rec.broker_id]
+                if fenced:
+                    latest.pop(rec.broker_id, None)
+                else:
+                    latest[rec.broker_id] = reg.endpoints
+        yield frozenset((x, listener, _on_listener(lst, token)) for x, token in latest.items()
+                        for lst in on[x])
 
 
 def _on_listener(lst, token: int) -> int:
@@ -500,9 +506,8 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
             continue
         listener = cfg.listener_index(spec.listener)
         for r in s.clients[c].responses:
-            if r.code == kafka.NONE and not any(
-                    _registered_endpoints(log[:k], cfg, role, listener) == r.endpoints
-                    for k in range(len(log) + 1)):
+            if r.code == kafka.NONE and r.endpoints not in _registered_endpoints_by_prefix(
+                    log, cfg, role, listener):
                 return False
     return True
 
@@ -709,17 +714,27 @@ def broker_fenced_only_after_session_expired(s: State, cfg: ModelConfig, d: Desi
                if rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced == FENCED)
 
 
-def _committed_registration(log, b: int):
+def _replay_broker_record(brokers: dict, rec) -> bool:
     # a restatement of model.actions.broker_registration on purpose (see
-    # _latest_registration): (record, fenced) of broker b's registration in ``log``, or None
-    reg, fenced = None, False
+    # _latest_registration): replay ``rec`` into ``brokers`` (broker -> (its
+    # RegisterBrokerRecord, fenced)); True if it changed the broker's entry
+    if rec.kind == REGISTER_BROKER:
+        brokers[rec.broker_id] = (rec, rec.fenced == FENCED)
+        return True
+    cur = brokers.get(rec.broker_id) if rec.kind == BROKER_REGISTRATION_CHANGE else None
+    if cur is not None and rec.broker_epoch == cur[0].broker_epoch and rec.fenced != 0:
+        brokers[rec.broker_id] = (cur[0], rec.fenced == FENCED)
+        return True
+    return False
+
+
+def _committed_registration(log, b: int):
+    """(record, fenced) of broker b's registration in ``log``, or None."""
+    brokers = {}
     for rec in log:
-        if rec.kind == REGISTER_BROKER and rec.broker_id == b:
-            reg, fenced = rec, rec.fenced == FENCED
-        elif (rec.kind == BROKER_REGISTRATION_CHANGE and reg is not None and rec.broker_id == b
-              and rec.broker_epoch == reg.broker_epoch and rec.fenced != 0):
-            fenced = rec.fenced == FENCED
-    return None if reg is None else (reg, fenced)
+        if rec.kind in (REGISTER_BROKER, BROKER_REGISTRATION_CHANGE) and rec.broker_id == b:
+            _replay_broker_record(brokers, rec)
+    return brokers.get(b)
 
 
 def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Design) -> bool:

@@ -46,8 +46,7 @@ from impl.kraft import ClusterAuthorizer, QuorumController, RaftQuorum, register
 from impl.lifecycle import (BROKER_HEARTBEAT_INTERVAL_MS, BROKER_SESSION_TIMEOUT_MS,
                             BrokerLifecycleManager, broker_listener_info)
 from impl.protocol.principal import KafkaPrincipal
-from impl.registration import (ControllerRegistrationManager, configured_listener_info,
-                               listener_info)
+from impl.registration import ControllerRegistrationManager, listener_info
 from impl.sim import Network
 from impl.zk_controller import (DEFAULT_INTER_BROKER_PROTOCOL_VERSION, BrokerInfo, KafkaZkClient,
                                  ZkCluster, create_broker_info)
@@ -447,13 +446,11 @@ class ClusterWiring:
         run (EP-1): its advertised controller listeners with a blank host resolved to the
         canonical host name and port 0 to the port this run bound; as configured under
         ``registers-unresolved-endpoints`` (``resolve`` None: as the cluster runs)."""
-        lc = self.nodes[c].listeners
-        if resolve is None:
-            resolve = not self.unresolved_endpoints
-        if not resolve:
-            return list(configured_listener_info(lc.advertised_controller_listeners))
-        return list(listener_info(lc.advertised_controller_listeners, self.canonical_host(c),
-                                  self.nodes[c].bound_ports[self.nodes[c].run]))
+        node = self.nodes[c]
+        return list(listener_info(node.listeners.advertised_controller_listeners,
+                                  self.canonical_host(c), node.bound_ports[node.run],
+                                  resolve=(not self.unresolved_endpoints if resolve is None
+                                           else resolve)))
 
     def _new_registration_manager(self, c: int) -> None:
         node = self.nodes[c]
