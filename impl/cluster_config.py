@@ -68,6 +68,13 @@ class ClusterConfig:
     # DescribeCluster from those registrations (ZB-1..ZB-10)
     zk_broker_registration: bool = False
     zk_forwarding: bool = True
+    # ZK-to-KRaft migration (MG-1..MG-7): the nodes with role "controller" are KRaft
+    # controllers next to the ZK brokers (``impl.zk_migration``), which may claim /controller
+    # and then take the brokers' forwarded mutations, dual-writing them to ZooKeeper; a ZK
+    # broker forwards IncrementalAlterConfigs only to a KRaft controller (F-6) and writes it
+    # itself otherwise (MG-6).  Whether a broker forwards at all is its own server.properties'
+    # business (F-4: migration enabled and inter.broker.protocol.version >= 3.4-IV0)
+    migration: bool = False
     forward_retry_timeout_ms: int = KRAFT_FORWARD_RETRY_TIMEOUT_MS
     registration_retry_timeout_ms: int = REGISTRATION_RETRY_TIMEOUT_MS
     request_timeout_ms: int = ZK_REQUEST_TIMEOUT_MS

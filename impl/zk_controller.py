@@ -7,22 +7,32 @@ in-memory ensemble of ``impl/zk.py``, sans I/O:
 - ``KafkaZkClient``: the znodes Kafka uses and how it writes them.  Election
   (``register_controller_and_increment_controller_epoch``, Z-1): read ``/controller_epoch``
   (create it with epoch 0 if absent), then one multi = create the ephemeral ``/controller``
-  ``{"version":1,"brokerid":N,"timestamp":"ms"}`` + set ``/controller_epoch`` to epoch+1 on the
-  zkVersion just read.  Controller writes (``retry_requests_until_connected`` with an expected
-  epoch zkVersion, Z-2): every request becomes a multi ``[CheckOp(/controller_epoch, v), op]``;
-  a BADVERSION on the check is ``ControllerMovedException``.  Non-controller config writes
-  (``set_or_create_entity_configs``, Z-5): only ``CheckOp(/controller, its zkVersion)``, and an
-  ephemeral ``/controller`` is never modified, so its zkVersion is 0 whoever holds it: the guard
-  means "some controller exists", last writer wins.  KRaft takeover during migration
-  (``try_register_kraft_controller_as_active``, Z-6).
+  ``{"version":2,"brokerid":N,"timestamp":"ms","kraftControllerEpoch":-1}`` + set
+  ``/controller_epoch`` to epoch+1 on the zkVersion just read.  Controller writes
+  (``retry_requests_until_connected`` with an expected epoch zkVersion, Z-2): every request
+  becomes a multi ``[CheckOp(/controller_epoch, v), op]``; a BADVERSION on the check is
+  ``ControllerMovedException``.  Non-controller config writes (``set_or_create_entity_configs``,
+  Z-5, MG-6): read ``/controller`` (none, or a KRaft controller's: ControllerMovedException), then
+  a multi behind ``CheckOp(/controller, its dataVersion)``; ``/controller`` is never modified, so
+  its dataVersion is 0 whoever holds it -- a ``/controller`` deleted and re-created since the read
+  passes (MG-7), and a failed check is a plain KeeperException.
+  ``read_entity_config_guard``/``write_entity_configs`` split the reads from the multi (two
+  ZooKeeper requests) and also offer the fixed design, which reads the ``/controller_epoch``
+  zkVersion first and checks it too.  KRaft takeover during migration
+  (``try_register_kraft_controller_as_active``, Z-6, MG-5), ``/controller`` JSON version 2 with
+  ``kraftControllerEpoch`` (-1 for a ZK controller, MG-4).
 - ``ZkBroker``: one ZK-mode broker's ``KafkaController`` and the controller id in its metadata
   cache.  Each protocol step of the model (``model/actions.py``) is one method, so a simulator
   can interleave them: ``elect`` (broker_elects_controller), ``accept_mutation``
   (_controller_accepts_mutation, ZK branch), ``process_event`` (controller_processes_event),
   ``handle_session_expiry`` (broker_handles_session_expiry), ``learn_controller``
-  (broker_learns_controller), ``write_zk_directly`` (_broker_writes_zk).  ZooKeeper's own fault,
-  zk_expires_session, is ``ZooKeeper.expire_session``; ``ZkCluster`` offers all of them under the
-  model's names.
+  (broker_learns_controller: a KRaft controller's UpdateMetadata sets the metadata cache only,
+  MG-3), ``write_zk_directly`` (_broker_writes_zk), ``write_acls_directly`` (a legacy-IBP
+  broker's CreateAcls), ``start_entity_config_write`` / ``finish_entity_config_write`` (MG-6:
+  the reads in client_sends_request, the multi in broker_writes_entity_config).  A KRaft
+  controller of a migration is ``impl.zk_migration.KRaftMigrationController``.  ZooKeeper's own
+  fault, zk_expires_session, is ``ZooKeeper.expire_session``; ``ZkCluster`` offers all of them
+  under the model's names.
 - The zombie window (Z-3, Z-7, KAFKA-6082): ZooKeeper expires a controller's session, its
   ``/controller`` vanishes, but the controller keeps ``isActive`` until its event thread
   handles the expiry.  Meanwhile Kafka's ``ZooKeeperClient`` has already replaced the expired
@@ -87,11 +97,11 @@ def _json(obj) -> bytes:
 
 def encode_controller(broker_id: int, timestamp_ms: int,
                       kraft_controller_epoch: int = -1) -> bytes:
-    """``ControllerZNode.encode``: version 2 only when a KRaft controller registers (Z-6)."""
-    if kraft_controller_epoch > 0:
-        return _json({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
-                      "kraftControllerEpoch": kraft_controller_epoch})
-    return _json({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+    """``ControllerZNode.encode`` (MG-4): always version 2, ``timestamp`` a string, and
+    ``kraftControllerEpoch`` -1 when a ZK controller registers (its default), the KRaft
+    controller's epoch when a KRaft controller claims ``/controller`` (MG-5)."""
+    return _json({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
+                  "kraftControllerEpoch": kraft_controller_epoch})
 
 
 def encode_controller_epoch(epoch: int) -> bytes:
@@ -104,10 +114,18 @@ def decode_controller_epoch(data: bytes) -> int:
 
 
 class ControllerRegistration(NamedTuple):
-    """``/controller`` as read (``ZKControllerRegistration``)."""
+    """``/controller`` as read (``ZKControllerRegistration``): ``kraft_epoch`` is the JSON's
+    ``kraftControllerEpoch`` (None when the field is missing, -1 when a ZK controller wrote it),
+    ``zk_version`` the znode's dataVersion -- 0 for every ``/controller`` ever created, since
+    nobody rewrites it (MG-7)."""
     controller_id: int
-    kraft_epoch: int | None     # set when a KRaft controller holds it (migration, Z-6)
+    kraft_epoch: int | None
     zk_version: int
+
+    @property
+    def is_kraft(self) -> bool:
+        """A KRaft controller holds ``/controller`` (``kraftEpoch.exists(_ > 0)``, MG-6)."""
+        return self.kraft_epoch is not None and self.kraft_epoch > 0
 
 
 def decode_controller(data: bytes, zk_version: int) -> ControllerRegistration:
@@ -174,6 +192,41 @@ def acl_mutation(tag: object, resource_type: str, resource_name: str,
                       f"{resource_type}:{resource_name}".encode())
 
 
+def _entity(path: str) -> tuple[str, str]:
+    """``/config/<type>/<name>`` -> (type, name), as ``setOrCreateEntityConfigs`` names it."""
+    parts = path.split("/")
+    return (parts[-2], parts[-1]) if len(parts) >= 4 else ("", path)
+
+
+# How a broker's own entity-config write checks that the controller has not moved (MG-6, MG-7):
+# what ``KafkaZkClient.setOrCreateEntityConfigs`` reads first and what its multi's CheckOps
+# compare.
+CHECK_CONTROLLER_DATA_VERSION = "controller-data-version"   # Kafka 3.8.0 (KAFKA-16539)
+CHECK_CONTROLLER_EPOCH = "controller-epoch"                 # the fixed design
+CHECK_SOME_CONTROLLER = "some-controller"                   # before KAFKA-16539 (as modelled)
+
+
+@dataclass(frozen=True)
+class EntityConfigGuard:
+    """What ``setOrCreateEntityConfigs`` read before its write: ``/controller`` (a ZK
+    controller's registration, with its dataVersion) and, in the fixed design, the
+    ``/controller_epoch`` zkVersion read just before it (None: not read)."""
+    check: str
+    registration: ControllerRegistration
+    controller_epoch_zk_version: int | None = None
+
+
+@dataclass(frozen=True)
+class PendingConfigWrite:
+    """A broker's entity-config write between its reads and its multi (MG-6): the mutation,
+    the guard read, and ``epoch_zk_version_at_read``, the ``/controller_epoch`` zkVersion when
+    ``/controller`` was read -- the broker's own read in the fixed design; Kafka 3.8.0 reads no
+    epoch, and there it is an observer's (a ghost for the projection, never checked)."""
+    mutation: ZkMutation
+    guard: EntityConfigGuard
+    epoch_zk_version_at_read: int
+
+
 # ---- /brokers/ids/<id>: the broker's registration (ZB-1..ZB-5) --------------------------------
 
 BROKER_IDS_PATH = "/brokers/ids"            # BrokerIdsZNode.path
@@ -193,6 +246,17 @@ def _metadata_version_key(version: str) -> tuple:
     release, _, iv = version.strip().partition("-IV")
     parts = tuple(int(p) for p in release.split("."))
     return parts + (0,) * (3 - len(parts)), int(iv) if iv else 99
+
+
+IBP_3_4_IV0 = "3.4-IV0"     # MetadataVersion.IBP_3_4_IV0: the first with API forwarding in ZK
+
+
+def is_api_forwarding_enabled(migration_enabled: bool, inter_broker_protocol_version: str) -> bool:
+    """F-4, MG-1: a ZK broker gets a ForwardingManager iff ``Kafka.enableApiForwarding``:
+    ``zookeeper.metadata.migration.enable`` and ``inter.broker.protocol.version`` >= 3.4-IV0
+    (``MetadataVersion.isApiForwardingEnabled``)."""
+    return migration_enabled and (_metadata_version_key(inter_broker_protocol_version)
+                                  >= _metadata_version_key(IBP_3_4_IV0))
 
 
 @dataclass(frozen=True)
@@ -464,10 +528,10 @@ class KafkaZkClient:
         return self._call(lambda s: self.zk.exists(s, path, watch=watch, now_ms=now_ms), now_ms)
 
     def create_recursive(self, path: str, now_ms: int, data: bytes = b"",
-                         throw_if_path_exists: bool = True) -> None:
-        """``createRecursive``: create the parents as needed."""
+                         throw_if_path_exists: bool = True, tag: object = None) -> None:
+        """``createRecursive``: create the parents as needed (``tag``: the leaf's create)."""
         try:
-            self._call(lambda s: self.zk.create(s, path, data, now_ms=now_ms), now_ms)
+            self._call(lambda s: self.zk.create(s, path, data, now_ms=now_ms, tag=tag), now_ms)
             return
         except KeeperException as e:
             if e.code == Code.NODEEXISTS:
@@ -478,7 +542,7 @@ class KafkaZkClient:
                 raise
         parent = path.rsplit("/", 1)[0]
         self.create_recursive(parent, now_ms, b"", throw_if_path_exists=False)
-        self.create_recursive(path, now_ms, data, throw_if_path_exists)
+        self.create_recursive(path, now_ms, data, throw_if_path_exists, tag)
 
     def create_top_level_paths(self, now_ms: int) -> None:
         """``createTopLevelPaths`` at broker start-up, and the ACL store paths
@@ -663,37 +727,131 @@ class KafkaZkClient:
         if result.code != Code.OK:
             raise KeeperException(result.code, mutation.notification_prefix)
 
-    def set_or_create_entity_configs(self, mutation: ZkMutation, now_ms: int,
-                                     tag: object = None,
-                                     registration: ControllerRegistration | None = None) -> None:
-        """Z-5 (``setOrCreateEntityConfigs``, the write path of a broker that is not the
-        controller): needs a ``/controller``; the write is a multi after
-        ``CheckOp(/controller, its zkVersion)``.  ``registration`` is the ``/controller`` read
-        (read now if not given).  Then the change notification, unguarded."""
-        reg = registration if registration is not None else self.get_controller_registration(now_ms)
-        if reg is None:
+    def read_entity_config_guard(self, mutation: ZkMutation, now_ms: int,
+                                 check: str = CHECK_CONTROLLER_DATA_VERSION) -> EntityConfigGuard:
+        """The reads ``setOrCreateEntityConfigs`` makes before its write (MG-6, Z-5), as
+        ``check`` says:
+
+        - CHECK_CONTROLLER_DATA_VERSION (Kafka 3.8.0, KAFKA-16539): read ``/controller``; none
+          -> ControllerMovedException "Cannot set entity configs for <type> <name> when there
+          is no controller."; a KRaft controller's (``kraftControllerEpoch`` > 0) ->
+          ControllerMovedException "... directly when there is a KRaft controller."; else its
+          dataVersion is what the multi will check (0 for every ``/controller``, MG-7);
+        - CHECK_CONTROLLER_EPOCH (the fixed design, docs/findings/entity-config-check-aba.md):
+          read ``/controller_epoch`` (its zkVersion) first, then ``/controller`` as above; the
+          multi checks both, so a claim or an election after the reads fails it;
+        - CHECK_SOME_CONTROLLER (before KAFKA-16539 as the model's variant
+          entity-config-write-unchecked states it): only "some ``/controller`` exists"; no
+          KRaft refusal, and the write carries no CheckOp."""
+        entity_type, entity_name = _entity(mutation.path)
+        epoch_zk_version = None
+        if check == CHECK_CONTROLLER_EPOCH:
+            got = self.get_controller_epoch(now_ms)
+            epoch_zk_version = None if got is None else got[1].version
+        reg = self.get_controller_registration(now_ms)
+        if reg is None or (check == CHECK_CONTROLLER_EPOCH and epoch_zk_version is None):
+            # "This case is mainly here to make tests less flaky (by virtue of retries)."
             raise ControllerMovedException(
-                f"Cannot set entity configs for {mutation.path} when there is no controller.")
-        if reg.kraft_epoch is not None and reg.kraft_epoch > 0:
+                f"Cannot set entity configs for {entity_type} {entity_name} when there is no "
+                f"controller.")
+        if reg.is_kraft and check != CHECK_SOME_CONTROLLER:
             raise ControllerMovedException(
-                f"Cannot set entity configs for {mutation.path} directly when there is a "
-                f"KRaft controller.")
-        guard = CheckOp(CONTROLLER_PATH, reg.zk_version)
-        for op in (SetDataOp(mutation.path, mutation.data), CreateOp(mutation.path, mutation.data)):
+                f"Cannot set entity configs for {entity_type} {entity_name} directly when there "
+                f"is a KRaft controller.")
+        return EntityConfigGuard(check, reg, epoch_zk_version)
+
+    def write_entity_configs(self, mutation: ZkMutation, guard: EntityConfigGuard, now_ms: int,
+                             tag: object = None) -> None:
+        """The write of ``setOrCreateEntityConfigs`` after ``read_entity_config_guard``, then
+        ``createConfigChangeNotification`` (unguarded).
+
+        Kafka 3.8.0 (CHECK_CONTROLLER_DATA_VERSION): ``set`` is the multi {CheckOp(/controller,
+        dataVersion read), SetData(config, any version)}, unwrapped by
+        ``unwrapResponseWithControllerEpochCheck``, which turns a failed check into
+        ControllerMovedException only for ``/controller_epoch`` (MG-7a): the multi's result
+        code (its first failing op's) comes back as the SetData's.  NONODE -- the config znode
+        is missing, *or* ``/controller`` is gone -- goes to ``createOrSet``: a plain
+        ``createRecursive`` (no check at all), and on NODEEXISTS ``set`` again, whose error is
+        thrown (``maybeThrow``): a KeeperException (BadVersion, NoNode).
+
+        The fixed design (CHECK_CONTROLLER_EPOCH): every write, the create too, is a multi
+        {CheckOp(/controller_epoch, zkVersion read), CheckOp(/controller, dataVersion read),
+        op}; a failed check is ControllerMovedException.
+
+        CHECK_SOME_CONTROLLER: a plain SetData (create if missing), nothing checked."""
+        entity_type, entity_name = _entity(mutation.path)
+        reg = guard.registration
+        if guard.check == CHECK_CONTROLLER_EPOCH:
+            checks = [CheckOp(CONTROLLER_EPOCH_PATH, guard.controller_epoch_zk_version),
+                      CheckOp(CONTROLLER_PATH, reg.zk_version)]
+        elif guard.check == CHECK_CONTROLLER_DATA_VERSION:
+            checks = [CheckOp(CONTROLLER_PATH, reg.zk_version)]
+        else:
+            checks = []
+
+        def run(op: Op) -> Code:
             try:
-                self._call(lambda s, op=op: self.zk.multi(s, [guard, op], now_ms=now_ms, tag=tag),
+                self._call(lambda s: self.zk.multi(s, checks + [op], now_ms=now_ms, tag=tag),
                            now_ms)
-                break
+                return Code.OK
             except KeeperException as e:
                 if e.results is None:
                     raise
-                check, result = e.results
-                if check.code != Code.OK:
+                if guard.check == CHECK_CONTROLLER_EPOCH and any(
+                        r.code not in (Code.OK, Code.RUNTIMEINCONSISTENCY)
+                        for r in e.results[:len(checks)]):
                     raise ControllerMovedException(
-                        f"Controller moved while setting entity configs for {mutation.path}"
-                    ) from None
-                if not (isinstance(op, SetDataOp) and result.code == Code.NONODE):
-                    raise KeeperException(result.code, mutation.path) from None
+                        f"Controller moved while setting entity configs for {entity_type} "
+                        f"{entity_name}") from None
+                return e.code
+
+        code = run(SetDataOp(mutation.path, mutation.data))
+        if code == Code.NONODE:
+            # createOrSet
+            if guard.check == CHECK_CONTROLLER_EPOCH:
+                code = run(CreateOp(mutation.path, mutation.data))
+            else:
+                try:
+                    self.create_recursive(mutation.path, now_ms, mutation.data, tag=tag)
+                    code = Code.OK
+                except KeeperException as e:
+                    if e.code != Code.NODEEXISTS:
+                        raise
+                    code = Code.NODEEXISTS
+            if code == Code.NODEEXISTS:
+                code = run(SetDataOp(mutation.path, mutation.data))
+        if code != Code.OK:
+            raise KeeperException(code, mutation.path)
+        self._call(lambda s: self.zk.create(s, mutation.notification_prefix,
+                                            mutation.notification_data,
+                                            mode=CreateMode.PERSISTENT_SEQUENTIAL,
+                                            now_ms=now_ms), now_ms)
+
+    def set_or_create_entity_configs(self, mutation: ZkMutation, now_ms: int,
+                                     tag: object = None,
+                                     registration: ControllerRegistration | None = None) -> None:
+        """Z-5, MG-6 (``setOrCreateEntityConfigs`` of Kafka 3.8.0, the write path of a broker
+        that is not the controller) in one go: the reads, then the multi behind
+        ``CheckOp(/controller, its dataVersion)``.  ``registration`` is the ``/controller`` read
+        earlier (read now if not given)."""
+        guard = (self.read_entity_config_guard(mutation, now_ms) if registration is None
+                 else EntityConfigGuard(CHECK_CONTROLLER_DATA_VERSION, registration, None))
+        self.write_entity_configs(mutation, guard, now_ms, tag)
+
+    def write_acls(self, mutation: ZkMutation, now_ms: int, tag: object = None) -> None:
+        """``AclAuthorizer``'s own write of a resource's ACLs (``updateResourceAcls``:
+        ``createAclsForResourceIfNotExists``, else ``conditionalSetAclsForResource`` at the
+        version it read), then the change notification.  Its ``KafkaZkClient`` is built with
+        ``enableEntityConfigControllerCheck = false``, and ACL writes never look at
+        ``/controller`` (MG-7: "ACL and topic writes by brokers are not fenced at all")."""
+        got = self.get_data(mutation.path, now_ms)
+        if got is None:
+            self._call(lambda s: self.zk.create(s, mutation.path, mutation.data, now_ms=now_ms,
+                                                tag=tag), now_ms)
+        else:
+            version = got[1].version
+            self._call(lambda s: self.zk.set_data(s, mutation.path, mutation.data, version,
+                                                  now_ms=now_ms, tag=tag), now_ms)
         self._call(lambda s: self.zk.create(s, mutation.notification_prefix,
                                             mutation.notification_data,
                                             mode=CreateMode.PERSISTENT_SEQUENTIAL,
@@ -783,10 +941,15 @@ class ZkBroker:
     def __init__(self, broker_id: int, zk: ZooKeeper, *, check_epoch_zk_version: bool = True,
                  session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS, now_ms: int = 0,
                  start: bool = True, broker_info_not_cached: bool = False,
-                 broker_info_update_races_registration: bool = False) -> None:
+                 broker_info_update_races_registration: bool = False,
+                 entity_config_check: str = CHECK_CONTROLLER_EPOCH) -> None:
+        if entity_config_check not in (CHECK_CONTROLLER_EPOCH, CHECK_CONTROLLER_DATA_VERSION,
+                                       CHECK_SOME_CONTROLLER):
+            raise ValueError(f"unknown entity-config check {entity_config_check!r}")
         self.broker_id = broker_id
         self.zk = zk
         self.check_epoch_zk_version = check_epoch_zk_version
+        self.entity_config_check = entity_config_check
         self.broker_info_not_cached = broker_info_not_cached
         self.broker_info_update_races_registration = broker_info_update_races_registration
         self.zk_client = KafkaZkClient(zk, session_timeout_ms=session_timeout_ms)
@@ -802,6 +965,11 @@ class ZkBroker:
         self.epoch = -1
         self.epoch_zk_version = -1
         self.known_controller = -1              # metadata cache
+        # the metadata cache's controller is a KRaftCachedControllerId (MG-3: learned from the
+        # KRaft controller's UpdateMetadataRequest), not a ZkCachedControllerId
+        self.known_controller_kraft = False
+        # entity-config writes between their reads and their multi (MG-6), oldest first
+        self.config_writes: deque[PendingConfigWrite] = deque()
         self.events: deque[ZkMutation] = deque()    # ControllerEventManager's queue
         self.latest_controller_epoch = INITIAL_CONTROLLER_EPOCH - 1   # ReplicaManager (Z-4)
         self.broker_info: BrokerInfo | None = None   # KafkaController.brokerInfo
@@ -886,6 +1054,7 @@ class ZkBroker:
         self.active_controller_id = self.broker_id
         self.epoch, self.epoch_zk_version = epoch, zk_version
         self.known_controller = self.broker_id      # its own UpdateMetadata reaches it first
+        self.known_controller_kraft = False
         self.latest_controller_epoch = max(self.latest_controller_epoch, epoch)
         self._watch_controller(now_ms)      # its own NodeCreated: nothing to do
         return True
@@ -962,6 +1131,8 @@ class ZkBroker:
         self.zk_client.expiry_handled(now_ms)
         self.known_controller = self._watch_controller(now_ms)
         self.active_controller_id = self.known_controller
+        reg = self.zk_client.get_controller_registration(now_ms)
+        self.known_controller_kraft = reg is not None and reg.is_kraft
         if self.broker_info is not None:
             # ZB-6: the new session queues RegisterBrokerAndReelect; Expire cleared the queue,
             # so a registration of the old session still on its way is gone
@@ -1033,11 +1204,21 @@ class ZkBroker:
         nothing new to learn (or it cannot: dead, expiry unhandled)."""
         if not self.alive or self.session_expired:
             return None
-        current = self.zk_client.get_controller_id(now_ms)
-        current = -1 if current is None else current
+        reg = self.zk_client.get_controller_registration(now_ms)
+        current = -1 if reg is None else reg.controller_id
         if current == self.known_controller:
             return None
+        if reg is not None and reg.is_kraft:
+            # MG-3: the KRaft controller's UpdateMetadataRequest (isKRaftController) makes the
+            # metadata cache hold KRaftCachedControllerId.  This broker's KafkaController is
+            # not involved: the watch event the claim fired on /controller (Reelect) waits in
+            # its queue, so a ZK controller the claim deposed stays active until its next
+            # event, whose write fails the /controller_epoch CheckOp (Z-2, Z-3; MG-5).
+            self.known_controller = current
+            self.known_controller_kraft = True
+            return current
         self.known_controller = self._watch_controller(now_ms)
+        self.known_controller_kraft = False
         # KafkaController's ControllerChange event: maybeResign on the same read.
         was_active = self.is_active
         self.active_controller_id = self.known_controller
@@ -1056,6 +1237,72 @@ class ZkBroker:
                 mutation, now_ms, tag=ZkWrite(mutation.tag, self.broker_id, -1))
         except ControllerMovedException:
             return STALE_CONTROLLER_EPOCH
+        except KeeperException:
+            return UNKNOWN_SERVER_ERROR
+        return NONE
+
+    # ---- MG-6 the broker's own entity-config write (F-6) -----------------------------------
+
+    def start_entity_config_write(self, mutation: ZkMutation, now_ms: int) -> int | None:
+        """A request handler processes IncrementalAlterConfigs itself (F-6: the metadata cache
+        names no KRaft controller, or this broker does not forward) and
+        ``setOrCreateEntityConfigs`` makes its reads (MG-6; model: the read half of
+        client_sends_request): STALE_CONTROLLER_EPOCH (11) when there is no ``/controller`` or
+        a KRaft controller's (ControllerMovedException); None when the multi is still to be
+        sent (``finish_entity_config_write``)."""
+        try:
+            guard = self.zk_client.read_entity_config_guard(mutation, now_ms,
+                                                            self.entity_config_check)
+        except ControllerMovedException:
+            return STALE_CONTROLLER_EPOCH
+        seen = guard.controller_epoch_zk_version
+        if seen is None:
+            got = self.zk.peek(CONTROLLER_EPOCH_PATH)       # an observer's read: a ghost
+            seen = -1 if got is None else got[1].version
+        self.config_writes.append(PendingConfigWrite(mutation, guard, seen))
+        return None
+
+    def finish_entity_config_write(self, now_ms: int) -> tuple | None:
+        """The oldest pending write's multi reaches ZooKeeper (model:
+        broker_writes_entity_config): ``(request tag, error code)`` -- NONE once written,
+        STALE_CONTROLLER_EPOCH (11) for ControllerMovedException, UNKNOWN_SERVER_ERROR (-1)
+        for a KeeperException (MG-7a).  None when none is pending or the broker is dead."""
+        if not self.alive or not self.config_writes:
+            return None
+        pending = self.config_writes.popleft()
+        return pending.mutation.tag, self._write_entity_config(pending.mutation, pending.guard,
+                                                               now_ms)
+
+    def write_entity_config_unchecked(self, mutation: ZkMutation, now_ms: int) -> int:
+        """The write before KAFKA-16539 as the model's variant entity-config-write-unchecked
+        states it: at once, guarded only by some ``/controller`` existing (Z-5) -- no KRaft
+        refusal, no CheckOp."""
+        try:
+            guard = self.zk_client.read_entity_config_guard(mutation, now_ms,
+                                                            CHECK_SOME_CONTROLLER)
+        except ControllerMovedException:
+            return STALE_CONTROLLER_EPOCH
+        return self._write_entity_config(mutation, guard, now_ms)
+
+    def _write_entity_config(self, mutation: ZkMutation, guard: EntityConfigGuard,
+                             now_ms: int) -> int:
+        try:
+            self.zk_client.write_entity_configs(mutation, guard, now_ms,
+                                                tag=ZkWrite(mutation.tag, self.broker_id, -1))
+        except ControllerMovedException:
+            return STALE_CONTROLLER_EPOCH
+        except KeeperException:
+            return UNKNOWN_SERVER_ERROR
+        return NONE
+
+    def write_acls_directly(self, mutation: ZkMutation, now_ms: int) -> int:
+        """CreateAcls on a broker that does not forward (an IBP below 3.4-IV0, F-4, MG-1):
+        ``AclAuthorizer`` writes the resource's ACLs itself, whoever holds ``/controller``
+        (MG-7).  NONE, or UNKNOWN_SERVER_ERROR (-1) for a KeeperException
+        (``ApiError.fromThrowable``).  Recorded with writer epoch -1."""
+        try:
+            self.zk_client.write_acls(mutation, now_ms,
+                                      tag=ZkWrite(mutation.tag, self.broker_id, -1))
         except KeeperException:
             return UNKNOWN_SERVER_ERROR
         return NONE
@@ -1088,24 +1335,56 @@ class ZkCluster:
                  session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
                  tick_time_ms: int = 2000, now_ms: int = 0, create_broker_info=None,
                  broker_info_not_cached: bool = False,
-                 broker_info_update_races_registration: bool = False) -> None:
+                 broker_info_update_races_registration: bool = False,
+                 entity_config_check: str = CHECK_CONTROLLER_EPOCH,
+                 kraft_controllers: Sequence[int] = (), brokers_ready=None,
+                 claims_before_brokers_ready: bool = False) -> None:
         """``create_broker_info(n, zk_client, now_ms)``: broker ``n``'s
-        ``KafkaServer.createBrokerInfo``; with it every broker registers at start-up (ZB-1)."""
+        ``KafkaServer.createBrokerInfo``; with it every broker registers at start-up (ZB-1).
+
+        ZK-to-KRaft migration (MG-1..MG-7): the node ids in ``kraft_controllers`` are KRaft
+        controllers (``impl.zk_migration.KRaftMigrationController``, in
+        ``kraft_controllers[id]``; ``brokers[id]`` is None), started after the ZK controller's
+        election.  ``brokers_ready()``: their migration driver's WAIT_FOR_BROKERS test (every
+        ZK broker registered with the KRaft controller), skipped with
+        ``claims_before_brokers_ready``.  ``entity_config_check``: how the brokers' own
+        entity-config writes check the controller (MG-6, ``CHECK_*``)."""
         self.zk = ZooKeeper(tick_time_ms=tick_time_ms, start_ms=now_ms)
         self.create_broker_info = create_broker_info
-        self.brokers = [ZkBroker(i, self.zk, check_epoch_zk_version=check_epoch_zk_version,
+        kraft = frozenset(kraft_controllers)
+        self.brokers = [None if i in kraft else
+                        ZkBroker(i, self.zk, check_epoch_zk_version=check_epoch_zk_version,
                                  session_timeout_ms=session_timeout_ms, now_ms=now_ms,
                                  start=False, broker_info_not_cached=broker_info_not_cached,
                                  broker_info_update_races_registration=(
-                                     broker_info_update_races_registration))
+                                     broker_info_update_races_registration),
+                                 entity_config_check=entity_config_check)
                         for i in range(brokers)]
-        for b in self.brokers:
+        for b in self.zk_brokers():
             b.startup(now_ms, self._broker_info_of(b.broker_id))
         if initial_controller is not None:
             if self.brokers[initial_controller].elect(now_ms) is not True:
                 raise RuntimeError("initial election failed")
-            for b in self.brokers:
+            for b in self.zk_brokers():
                 b.learn_controller(now_ms)
+        self.kraft_controllers = {}
+        if kraft:
+            from impl.zk_migration import KRaftMigrationController
+            self.kraft_controllers = {
+                c: KRaftMigrationController(
+                    c, self.zk, brokers_ready=brokers_ready or (lambda: True),
+                    claims_before_brokers_ready=claims_before_brokers_ready,
+                    session_timeout_ms=session_timeout_ms, now_ms=now_ms)
+                for c in sorted(kraft)}
+
+    def zk_brokers(self) -> list:
+        """The ZK brokers (the KRaft controllers of a migration left out)."""
+        return [b for b in self.brokers if b is not None]
+
+    def process(self, n: int):
+        """Node ``n``'s ZooKeeper-side process: its ``ZkBroker`` or, in a migration, its
+        ``KRaftMigrationController``."""
+        return self.kraft_controllers[n] if n in self.kraft_controllers else self.brokers[n]
 
     # ---- observation ---------------------------------------------------------------------
 
@@ -1145,16 +1424,18 @@ class ZkCluster:
         return self.brokers[n].elect(now_ms)
 
     def controller_accepts_mutation(self, n: int, mutation: ZkMutation) -> None:
-        self.brokers[n].accept_mutation(mutation)
+        self.process(n).accept_mutation(mutation)
 
     def controller_processes_event(self, n: int, now_ms: int) -> MutationResult | None:
-        return self.brokers[n].process_event(now_ms)
+        return self.process(n).process_event(now_ms)
 
     def zk_expires_session(self, n: int, now_ms: int) -> bool | None:
         """ZooKeeper expires broker ``n``'s session (dead or alive).  None if an expiry of
-        it is already unhandled (the model expires a session once until it is handled)."""
+        it is already unhandled (the model expires a session once until it is handled), or
+        ``n`` is a KRaft controller (its ``/controller`` is persistent, and the model does not
+        expire its session)."""
         b = self.brokers[n]
-        if b.session_expired or not self.zk.is_session_alive(b.session_id):
+        if b is None or b.session_expired or not self.zk.is_session_alive(b.session_id):
             return None
         self.zk.expire_session(b.session_id, now_ms)
         return True
@@ -1169,12 +1450,21 @@ class ZkCluster:
         return self.brokers[n].write_zk_directly(mutation, now_ms)
 
     def node_crashes(self, n: int) -> None:
-        self.brokers[n].crash()
+        self.process(n).crash()
 
     def node_restarts(self, n: int, now_ms: int) -> None:
         """A new process: its registration is queued (the model's start-up registration is a
         step of its own)."""
+        if n in self.kraft_controllers:
+            self.kraft_controllers[n].startup(now_ms)
+            return
         self.brokers[n].startup(now_ms, self._broker_info_of(n), register_now=False)
+
+    def controller_claims_zk_leadership(self, c: int, now_ms: int) -> bool | None:
+        return self.kraft_controllers[c].claim_leadership(now_ms)
+
+    def broker_writes_entity_config(self, n: int, now_ms: int) -> tuple | None:
+        return self.brokers[n].finish_entity_config_write(now_ms)
 
     def broker_sends_zk_registration(self, n: int, now_ms: int) -> bool | None:
         return self.brokers[n].send_registration(now_ms)
@@ -1194,4 +1484,6 @@ __all__ = ["CONTROLLER_PATH", "CONTROLLER_EPOCH_PATH", "INITIAL_CONTROLLER_EPOCH
            "decode_controller_epoch", "KafkaZkClient", "MutationResult", "ZkBroker", "ZkCluster",
            "BROKER_IDS_PATH", "broker_id_path", "EndPoint", "Broker", "BrokerInfo",
            "encode_broker_info", "decode_broker_info", "create_broker_info",
-           "default_supported_features", "PendingRegistration"]
+           "default_supported_features", "PendingRegistration", "EntityConfigGuard",
+           "PendingConfigWrite", "CHECK_CONTROLLER_DATA_VERSION", "CHECK_CONTROLLER_EPOCH",
+           "CHECK_SOME_CONTROLLER", "IBP_3_4_IV0", "is_api_forwarding_enabled"]

@@ -144,10 +144,23 @@ def provider_controller(s: State, cfg: ModelConfig, n: int) -> int:
 
 
 def target_listener(cfg: ModelConfig, p: int) -> int:
-    """L-29: broker-to-controller traffic uses the controller listener (KRaft) or the
-    privileged inter-broker listener (ZK)."""
-    role = CONTROLLER_LISTENER if cfg.mode == KRAFT else INTER_BROKER_LISTENER
+    """L-29: broker-to-controller traffic uses a KRaft controller's controller listener (in a
+    migration too, MG-2) or a ZK controller's privileged inter-broker listener."""
+    role = CONTROLLER_LISTENER if cfg.nodes[p].role == CONTROLLER else INTER_BROKER_LISTENER
     return cfg.listener_index(cfg.node_listener(p, role).name)
+
+
+def broker_forwards(cfg: ModelConfig, node: Node) -> bool:
+    """F-4, MG-1: a ZK broker has a ForwardingManager iff forwarding is on and its IBP is at
+    least 3.4-IV0 (a legacy-IBP broker of a migration has not been bounced into it yet)."""
+    return cfg.zk_forwarding and not node.legacy_ibp
+
+
+def kraft_controller_cached(cfg: ModelConfig, node: Node) -> bool:
+    """F-6, MG-3: the broker's metadata cache names a KRaft controller
+    (KRaftCachedControllerId, learned from an UpdateMetadataRequest)."""
+    p = node.known_controller
+    return p != NO_NODE and cfg.nodes[p].role == CONTROLLER
 
 
 def wants_tick(s: State) -> bool:
@@ -355,7 +368,7 @@ def _receive_envelope(s: State, cfg: ModelConfig, d: Design, r: int, req: int, v
     privileged_listener = cfg.privileged_listener(r)
     privileged = (privileged_listener is not None
                   and cfg.listener_names[listener] == privileged_listener.name)
-    if cfg.mode == ZK:
+    if cfg.mode == ZK and cfg.nodes[r].role == BROKER:
         if not cfg.zk_forwarding or not cfg.nodes[r].principal_serde:
             return _close_connection(s, cfg, reply)                                   # F-23
         if not privileged and not d.envelope_any_listener:
@@ -472,9 +485,15 @@ def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State
     if cfg.mode == ZK:
         if node.zk_active:
             return _controller_handles_client_mutation(s, cfg, d, n, c, reply)
-        if (d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch
-                or not cfg.zk_forwarding):
-            return _broker_writes_zk(s, cfg, d, n, c)                              # F-5, Z-5
+        forwards = broker_forwards(cfg, node)
+        if (cfg.migration and spec.api == kafka.INCREMENTAL_ALTER_CONFIGS
+                and not (forwards and kraft_controller_cached(cfg, node))):
+            # F-6: forwarded only to a KRaft controller; processed here otherwise
+            if d.entity_config_write_unchecked:
+                return _broker_writes_zk(s, cfg, d, n, c, routed_locally=True)     # T-11
+            return _broker_reads_controller_znode(s, cfg, d, n, c)                 # MG-6
+        if d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch or not forwards:
+            return _broker_writes_zk(s, cfg, d, n, c, routed_locally=not forwards)  # F-5, Z-5
         return _broker_forwards_request(s, n, c)                                   # F-3
     if cfg.nodes[n].role == BROKER:
         return _broker_forwards_request(s, n, c)                                   # F-2
@@ -506,9 +525,11 @@ def epoch_holder(zk, epoch: int) -> int:
     return zk.epoch_holders[epoch] if 0 <= epoch < len(zk.epoch_holders) else NO_NODE
 
 
-def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> State:
+def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int,
+                      routed_locally: bool = False) -> State:
     """Z-5: a non-controller ZK broker writes configs/ACLs itself, guarded only by a check
-    that some /controller exists (last writer wins)."""
+    that some /controller exists (last writer wins).  ``routed_locally``: Kafka's routing
+    leaves the request to this broker (it does not forward, F-4; F-6)."""
     spec = cfg.clients[c]
     if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
         return _respond(s, c, Response(kafka.API_DENIED_ERROR[spec.api]))
@@ -518,10 +539,27 @@ def _broker_writes_zk(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> 
     # brokers-write-zk-under-controller-epoch: the write is a multi with a CheckOp on the
     # /controller_epoch zkVersion the broker just read, so it carries the current epoch
     believed = zk.epoch if d.brokers_write_zk_under_controller_epoch else -1
-    write = Write(c, n, believed, zk.epoch, False, False, False, epoch_holder(zk, zk.epoch))
+    write = Write(c, n, believed, zk.epoch, False, False, False, epoch_holder(zk, zk.epoch),
+                  routed_locally)
     s = replace(s, zk=replace(zk, writes=zk.writes + (write,)))
     return _respond(s, c, Response(kafka.NONE))
 
+
+def _broker_reads_controller_znode(s: State, cfg: ModelConfig, d: Design, n: int,
+                                   c: int) -> State:
+    """MG-6, first half: KafkaZkClient.setOrCreateEntityConfigs reads /controller before it
+    writes: no controller, or a KRaft controller (kraftControllerEpoch > 0), fails with
+    ControllerMovedException (STALE_CONTROLLER_EPOCH); a ZK controller's registration is
+    remembered for the multi's CheckOp (``broker_writes_entity_config``)."""
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        return _respond(s, c, Response(kafka.API_DENIED_ERROR[spec.api]))       # F-7
+    owner = s.zk.controller
+    if owner == NO_NODE or cfg.nodes[owner].role == CONTROLLER:
+        return _respond(s, c, Response(kafka.STALE_CONTROLLER_EPOCH))
+    node = s.nodes[n]
+    return _set_node(s, n, replace(node, config_writes=node.config_writes
+                                   + ((c, s.zk.epoch_version),)))
 
 # --------------------------------------------------------------------------------------------
 # metadata cache and the controller channel (NodeToControllerChannelManager)
@@ -1115,13 +1153,83 @@ def operator_updates_listeners(s: State, cfg: ModelConfig, d: Design, n: int) ->
     return replace(_set_node(s, n, node), zk=zk, updates_left=s.updates_left - 1)
 
 
+# --------------------------------------------------------------------------------------------
+# ZK-to-KRaft migration (MG-1..MG-7)
+
+
+def broker_writes_entity_config(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """MG-6, second half: the broker's multi {CheckOp(/controller, the version it read),
+    SetData(entity config)}.  The check fails once the /controller the broker read is gone;
+    the write lands otherwise, and the client is answered.  Under
+    entity-config-check-passes-recreated-controller (Kafka 3.8.0, MG-7) the check compares
+    /controller's dataVersion, which is 0 for every /controller ever created, so it passes
+    whenever some /controller exists."""
+    node = s.nodes[n]
+    if not node.alive or not node.config_writes:
+        return None
+    (c, version), rest = node.config_writes[0], node.config_writes[1:]
+    s = _set_node(s, n, replace(node, config_writes=rest))
+    zk = s.zk
+    if d.entity_config_check_passes_recreated_controller:
+        passes = zk.controller != NO_NODE
+    else:
+        passes = zk.controller != NO_NODE and zk.epoch_version == version
+    if not passes:
+        # a KeeperException from the multi, not ControllerMovedException (MG-7a); the fixed
+        # check would say the controller moved
+        code = (kafka.UNKNOWN_SERVER_ERROR if d.entity_config_check_passes_recreated_controller
+                else kafka.STALE_CONTROLLER_EPOCH)
+        return _respond(s, c, Response(code)) if _waiting(s, c) else s
+    write = Write(c, n, -1, zk.epoch, False, False, False, epoch_holder(zk, zk.epoch), True)
+    s = replace(s, zk=replace(zk, writes=zk.writes + (write,)))
+    return _respond(s, c, Response(kafka.NONE)) if _waiting(s, c) else s
+
+
+def controller_claims_zk_leadership(s: State, cfg: ModelConfig, d: Design,
+                                    c: int) -> State | None:
+    """MG-5: the KRaft controller (the quorum's leader) in state BECOME_CONTROLLER claims
+    ZooKeeper leadership in one multi: SetData(/controller_epoch, epoch + 1, its zkVersion),
+    Delete(/controller) if present, Create(/controller, its id and kraftControllerEpoch,
+    PERSISTENT).  KRaftMigrationDriver gets there only after WAIT_FOR_BROKERS: every ZK broker
+    has registered with the KRaft controller, which a broker still on the old IBP has not
+    (MG-1).  A deposed ZK controller's later writes fail the /controller_epoch CheckOp (Z-2);
+    no ZK election follows, because /controller exists (MG-3)."""
+    node = s.nodes[c]
+    zk = s.zk
+    if (not cfg.migration or cfg.nodes[c].role != CONTROLLER or not node.alive
+            or node.zk_active):
+        return None
+    if not d.claims_before_brokers_ready and any(nd.legacy_ibp for nd in s.nodes):
+        return None
+    epoch = zk.epoch + 1
+    holders = zk.epoch_holders[:epoch] + (c,) + zk.epoch_holders[epoch + 1:]
+    zk = replace(zk, controller=c, epoch=epoch, epoch_version=zk.epoch_version + 1,
+                 epoch_holders=holders)
+    node = replace(node, zk_active=True, zk_epoch=epoch, zk_epoch_version=zk.epoch_version,
+                   known_controller=c)
+    return replace(_set_node(s, c, node), zk=zk)
+
+
+def operator_bumps_ibp(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
+    """The second rolling bounce of KIP-590's upgrade: the broker restarts with
+    inter.broker.protocol.version 3.4-IV0 or later (and migration enabled), so from now on it
+    forwards (MG-1) and registers with the KRaft controller.  The bounce is graceful and
+    abstracted into one step: the broker has nothing in flight, and nothing else of it
+    changes."""
+    node = s.nodes[n]
+    if (not node.alive or not node.legacy_ibp or node.zk_active or node.config_writes
+            or node.channel.queue or node.channel.inflight):
+        return None
+    return _set_node(s, n, replace(node, legacy_ibp=False))
+
+
 def broker_elects_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
     """Z-1: with /controller gone, a broker creates the ephemeral /controller and bumps
     /controller_epoch by a CAS on its zkVersion, in one multi-op."""
     node = s.nodes[n]
     zk = s.zk
-    if (cfg.mode != ZK or not node.alive or node.session_expired or node.zk_active
-            or zk.controller != NO_NODE or s.elections_left <= 0):
+    if (cfg.mode != ZK or cfg.nodes[n].role != BROKER or not node.alive or node.session_expired
+            or node.zk_active or zk.controller != NO_NODE or s.elections_left <= 0):
         return None
     # election-keeps-epoch: the multi-op rewrites /controller_epoch with the value it holds
     # (the zkVersion still moves: ZooKeeper bumps it on every setData)
@@ -1179,7 +1287,8 @@ def zk_expires_session(s: State, cfg: ModelConfig, d: Design, n: int) -> State |
     """Fault: ZooKeeper expires a node's session (the node keeps running, a zombie until it
     notices); its ephemeral /controller goes away."""
     node = s.nodes[n]
-    if cfg.mode != ZK or node.session_expired or s.expiries_left <= 0:
+    if (cfg.mode != ZK or cfg.nodes[n].role != BROKER or node.session_expired
+            or s.expiries_left <= 0):
         return None
     zk = s.zk
     if zk.controller == n:
@@ -1220,7 +1329,7 @@ def node_crashes(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
     # hb_contact is the active controller's, not the process's: it stays
     dead = Node(alive=False, incarnation=node.incarnation, session_expired=node.session_expired,
                 replayed=node.replayed, hb_contact=node.hb_contact,
-                listeners_version=node.listeners_version)
+                listeners_version=node.listeners_version, legacy_ibp=node.legacy_ibp)
     s = replace(_set_node(s, n, dead), crashes_left=s.crashes_left - 1,
                 network=frozenset(m for m in s.network if m.dst != n
                                   and not (m.src == n and m.kind in RESPONSES)))
@@ -1261,7 +1370,7 @@ def node_restarts(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None
                  send_requested=cfg.registration and cfg.nodes[n].role == CONTROLLER,
                  hb_contact=node.hb_contact, listeners_version=node.listeners_version,
                  broker_info=node.listeners_version,
-                 zk_register_pending=cfg.zk_broker_registration)
+                 zk_register_pending=cfg.zk_broker_registration, legacy_ibp=node.legacy_ibp)
     s = replace(_set_node(s, n, fresh), restarts_left=s.restarts_left - 1)
     if cfg.mode == KRAFT and s.quorum.leader == n:
         # the leader comes back as the active controller (the model holds no election for

@@ -93,6 +93,17 @@ class ModelConfig:
     # ZK brokers register the ephemeral /brokers/ids/N with their advertised endpoints, again
     # after every session expiry, and answer DescribeCluster from those registrations (ZB-*)
     zk_broker_registration: bool = False
+    # ZK-to-KRaft migration (MG-1..MG-7): the brokers run with
+    # zookeeper.metadata.migration.enable, the configuration's KRaft controllers (role
+    # CONTROLLER, in ZK mode) may claim /controller (MG-5) and then take the brokers' forwarded
+    # requests, dual-writing them to ZooKeeper; IncrementalAlterConfigs is forwarded only to a
+    # KRaft controller, and processed by the broker itself under a ZK controller (F-6, MG-6)
+    migration: bool = False
+    # brokers not yet bounced into migration mode: their inter.broker.protocol.version is below
+    # 3.4-IV0, so they do not forward and handle ZK mutations themselves (KIP-590: "After first
+    # rolling bounce ... all fellow brokers are still handling ZK mutation requests by
+    # themselves"; F-4, MG-1); ``operator_bumps_ibp`` bounces one with the new IBP
+    legacy_ibp_brokers: tuple = ()
     forward_timeout: int = 2
     registration_timeout: int = 1
     max_time: int = 3
@@ -164,7 +175,10 @@ class ModelConfig:
         return None
 
     def privileged_listener(self, node: int):
-        """L-18: with no control plane listener, the inter-broker listener is privileged."""
+        """L-18: with no control plane listener, a broker's inter-broker listener is
+        privileged; a KRaft controller serves envelopes on its controller listener only."""
+        if self.nodes[node].role == CONTROLLER:
+            return self.node_listener(node, CONTROLLER_LISTENER)
         return self.node_listener(node, INTER_BROKER_LISTENER)
 
     def validate(self) -> None:
@@ -174,8 +188,9 @@ class ModelConfig:
         if not self.nodes:
             raise ValueError(f"{self.name}: no nodes")
         for node in self.nodes:
-            if self.mode == ZK and node.role != BROKER:
-                raise ValueError(f"{self.name}: ZK mode has brokers only ({node.name})")
+            if self.mode == ZK and node.role != BROKER and not self.migration:
+                raise ValueError(f"{self.name}: ZK mode has brokers only, and KRaft "
+                                 f"controllers only with migration on ({node.name})")
             names = [lst.name for lst in node.listeners]
             if len(set(names)) != len(names):
                 raise ValueError(f"{self.name}: {node.name}: Each listener must have a "
@@ -202,6 +217,26 @@ class ModelConfig:
             # lifecycle_to and the heartbeat sessions name nodes: the permutation of
             # model/symmetry.py does not rename them
             raise ValueError(f"{self.name}: symmetric_groups with broker_registration")
+        if self.migration and self.mode != ZK:
+            raise ValueError(f"{self.name}: migration is the ZK-to-KRaft migration of a ZK "
+                             f"cluster")
+        if self.migration and (len(self.controllers()) != 1 or self.symmetric_groups
+                               or self.zk_broker_registration):
+            # one KRaft controller, the quorum's leader, stands for the quorum (the model
+            # holds no KRaft election in ZK mode); the two other combinations are untried
+            raise ValueError(f"{self.name}: migration needs exactly one KRaft controller, and "
+                             f"no symmetry or ZooKeeper broker registration")
+        if self.mode == ZK and self.initial_controller is not None and \
+                self.nodes[self.initial_controller].role != BROKER:
+            raise ValueError(f"{self.name}: the initial ZK controller must be a broker")
+        for b in self.legacy_ibp_brokers:
+            if not self.migration or not 0 <= b < self.n_nodes or self.nodes[b].role != BROKER:
+                raise ValueError(f"{self.name}: legacy_ibp_brokers names {b}, not a broker of "
+                                 f"a migration")
+        for c in self.clients:
+            if self.migration and self.nodes[c.node].role != BROKER:
+                raise ValueError(f"{self.name}: client {c.name}: in a migration clients talk "
+                                 f"to brokers")
         if self.zk_broker_registration and self.mode != ZK:
             raise ValueError(f"{self.name}: zk_broker_registration is ZooKeeper broker "
                              f"registration")
@@ -252,6 +287,9 @@ class Design:
     describe_lists_fenced_brokers: bool = False
     broker_info_not_cached: bool = False
     broker_info_update_races_registration: bool = False
+    claims_before_brokers_ready: bool = False
+    entity_config_write_unchecked: bool = False
+    entity_config_check_passes_recreated_controller: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -467,6 +505,33 @@ VARIANTS = {v.name: v for v in (
             "KafkaZkClient.updateBrokerInfo, 3.8.0); docs/findings/zk-broker-info-race.md",
             ("P5",), ("broker_info_update_races_registration",), "zk-broker-registration",
             kind=FINDING),
+    Variant("claims-before-brokers-ready",
+            "the KRaft controller claims /controller while a broker still runs the old IBP "
+            "(not bounced into migration mode), which goes on writing ZooKeeper itself after "
+            "the KRaft controller took over",
+            "KIP-590 Compatibility: 'The upgrade path shall be guarded by the IBP ... With the "
+            "second IBP bump rolling bounce, all upgraded brokers will be using the new routing "
+            "algorithm'; MG-1, MG-5 (KRaftMigrationDriver claims leadership only after "
+            "WAIT_FOR_BROKERS: every ZK broker registered with the KRaft controller)",
+            ("P1",), ("claims_before_brokers_ready",), "zk-migration-bounce"),
+    Variant("entity-config-write-unchecked",
+            "a ZK broker in a migration processes IncrementalAlterConfigs itself under a ZK "
+            "controller (F-6) and writes the entity config with a plain SetData, without "
+            "reading /controller first: last writer wins even after the KRaft controller took "
+            "over",
+            "KAFKA-16539 (T-11, 'Fix IncrementalAlterConfigs during ZK migration'): "
+            "setOrCreateEntityConfigs before the fix; MG-6", ("P1",),
+            ("entity_config_write_unchecked",), "zk-migration"),
+    Variant("entity-config-check-passes-recreated-controller",
+            "Kafka as read at 3.8.0: a ZK broker's entity-config write checks /controller by "
+            "its dataVersion, read before the write; the KRaft controller's claim deletes and "
+            "re-creates /controller (dataVersion 0 again), so a write whose read saw the ZK "
+            "controller lands after the KRaft controller took over",
+            "kipcheck finding (docs/findings/entity-config-check-aba.md): "
+            "KafkaZkClient.setOrCreateEntityConfigs (CheckOp(/controller, zkVersion read)) and "
+            "tryRegisterKRaftControllerAsActiveController (Delete + Create /controller), "
+            "3.8.0; MG-6, MG-7", ("P1",),
+            ("entity_config_check_passes_recreated_controller",), "zk-migration", kind=FINDING),
 )}
 
 

@@ -307,12 +307,51 @@ ZK_BROKER_REGISTRATION = ModelConfig(
     witnesses=("describe-lists-brokers", "zk-broker-reregistered", "zk-broker-listeners-updated"),
 )
 
+# a ZK broker of a migration also has the controller listener, to reach the KRaft controller
+# (controller.listener.names, L-24; MG-2)
+def _migrating_broker(name):
+    return _broker(name, listeners=(CLIENT, INTERNAL, CONTROLLER_L))
+
+
+def _iac(name, node):
+    return _mutation(name, node, api=kafka.INCREMENTAL_ALTER_CONFIGS)
+
+
+ZK_MIGRATION = ModelConfig(
+    name="zk-migration",
+    description="ZK-to-KRaft migration: B1 is the ZK controller, B2 forwards (IBP 3.4+), C3 "
+                "is the KRaft controller and may claim /controller; A1 sends "
+                "IncrementalAlterConfigs to B2, which forwards it only once its metadata "
+                "cache names the KRaft controller and otherwise writes the config itself "
+                "after reading /controller; B1's session may expire and B2 be elected before "
+                "the KRaft controller claims /controller.",
+    mode=ZK, nodes=(_migrating_broker("B1"), _migrating_broker("B2"), _controller("C3")),
+    clients=(_iac("A1", 1),), acls=ACLS, initial_controller=0, migration=True,
+    max_session_expiries=1, max_elections=1,
+    witnesses=("kraft-controller-claimed-zk", "zk-controller-deposed-by-kraft",
+               "mutation-forwarded-to-kraft-controller", "entity-config-written-by-broker",
+               "entity-config-refused-kraft-controller"),
+)
+
+ZK_MIGRATION_BOUNCE = ModelConfig(
+    name="zk-migration-bounce",
+    description="KIP-590's two-bounce upgrade in a migration: B1 is the ZK controller, B2 still "
+                "runs the old IBP (it writes ZooKeeper itself) until an operator bounces it "
+                "with the new one; C3 is the KRaft controller; A1 sends CreateAcls to B2.",
+    mode=ZK, nodes=(_migrating_broker("B1"), _migrating_broker("B2"), _controller("C3")),
+    clients=(_mutation("A1", 1, api=kafka.CREATE_ACLS),), acls=ACLS, initial_controller=0,
+    migration=True, legacy_ibp_brokers=(1,),
+    witnesses=("kraft-controller-claimed-zk", "broker-bounced-to-forwarding",
+               "mutation-forwarded-to-kraft-controller", "mutation-acknowledged"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
                                KRAFT_MISCONFIGURED, KRAFT_REGISTRATION_LEADER_CHANGE,
                                KRAFT_BROKER_REGISTRATION, KRAFT_CONTROLLER_ENDPOINTS,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
+                               ZK_MIGRATION, ZK_MIGRATION_BOUNCE,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

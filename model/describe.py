@@ -227,8 +227,10 @@ def _effects(cfg: ModelConfig, b: State, a: State, skip=(), consumed: Msg | None
     if "zk" not in skip:
         for w in a.zk.writes[len(b.zk.writes):]:
             if w.writer_epoch < 0:
+                why = (" (Kafka's routing leaves it to the broker)" if w.routed_locally
+                       else "")
                 out.append(f"{node_name(cfg, w.writer)}, not the controller, writes "
-                           f"{_request(cfg, w.req)} to ZooKeeper itself")
+                           f"{_request(cfg, w.req)} to ZooKeeper itself{why}")
             elif not b.nodes[w.writer].zk_active:
                 out.append(f"{node_name(cfg, w.writer)}, not the controller, writes "
                            f"{_request(cfg, w.req)} to ZooKeeper itself, checked against "
@@ -247,6 +249,12 @@ def _effects(cfg: ModelConfig, b: State, a: State, skip=(), consumed: Msg | None
             continue
         if "resign" not in skip and nb.zk_active and not na.zk_active:
             out.append(f"{name} resigns as controller")
+        if "migration" not in skip:
+            if na.config_writes[:len(nb.config_writes)] == nb.config_writes:
+                for c, version in na.config_writes[len(nb.config_writes):]:
+                    out.append(f"{name} reads /controller (a ZK controller's, /controller_epoch "
+                               f"at zkVersion {version}) before it writes the entity config "
+                               f"of {_request(cfg, c)} itself")
         new_events = na.events[len(nb.events):] if na.events[:len(nb.events)] == nb.events else ()
         if "events" not in skip:
             for ev in new_events:
@@ -705,6 +713,49 @@ def _operator_updates_listeners(cfg, n, b, a):
     return main + f"; /brokers/ids/{name} is rewritten with them"
 
 
+def _broker_writes_entity_config(cfg, n, b, a):
+    name = node_name(cfg, n)
+    main = (f"{name} sends ZooKeeper its entity-config multi: CheckOp(/controller) and "
+            f"SetData")
+    if b is None or a is None:
+        return main
+    c, version = b.nodes[n].config_writes[0]
+    main = (f"{name} sends ZooKeeper the multi writing the entity config of "
+            f"{_request(cfg, c)}, with a CheckOp on the /controller it read "
+            f"(/controller_epoch then at zkVersion {version})")
+    zk = b.zk
+    if len(a.zk.writes) == len(zk.writes):
+        why = ("/controller is gone: the multi fails" if zk.controller == NO_NODE else
+               f"/controller was re-created since (by {node_name(cfg, zk.controller)}, "
+               f"/controller_epoch zkVersion {zk.epoch_version}): the CheckOp fails")
+    elif zk.epoch_version != version:
+        why = (f"/controller was deleted and re-created by {node_name(cfg, zk.controller)} "
+               f"since, with dataVersion 0 again, so the CheckOp passes and the write lands")
+    else:
+        why = "the CheckOp passes and the write lands"
+    return _with(main, [why] + _effects(cfg, b, a, skip=("zk", "migration")))
+
+
+def _controller_claims_zk_leadership(cfg, c, b, a):
+    name = node_name(cfg, c)
+    main = (f"{name}, the KRaft controller, claims ZooKeeper leadership: one multi bumps "
+            f"/controller_epoch, deletes /controller and creates it persistent with its id and "
+            f"KRaft epoch")
+    if b is None or a is None:
+        return main
+    old = b.zk.controller
+    was = "" if old == NO_NODE else f" (it named {node_name(cfg, old)})"
+    return (f"{name}, the KRaft controller, claims ZooKeeper leadership: /controller_epoch "
+            f"becomes epoch {a.zk.epoch} at zkVersion {a.zk.epoch_version}, and /controller is "
+            f"deleted{was} and created persistent naming {name}")
+
+
+def _operator_bumps_ibp(cfg, n, b, a):
+    name = node_name(cfg, n)
+    return (f"An operator bounces {name} with inter.broker.protocol.version 3.4-IV0 or later "
+            f"and migration on: from now on it forwards")
+
+
 def _broker_elects_controller(cfg, n, b, a):
     name = node_name(cfg, n)
     if b is None:
@@ -903,6 +954,9 @@ _STEPS = {
     "node_crashes": _node_crashes,
     "node_restarts": _node_restarts,
     "operator_updates_listeners": _operator_updates_listeners,
+    "broker_writes_entity_config": _broker_writes_entity_config,
+    "controller_claims_zk_leadership": _controller_claims_zk_leadership,
+    "operator_bumps_ibp": _operator_bumps_ibp,
 }
 
 
@@ -994,14 +1048,18 @@ def _field_zk_writes(cfg, d, s):
     out = []
     for i, w in enumerate(s.zk.writes, 1):
         holder = _epoch_holder_name(cfg, s, w.zk_epoch)
-        if w.writer_epoch < 0:
+        if w.writer_epoch < 0 and w.routed_locally:
+            who = (f"by {node_name(cfg, w.writer)} itself, as Kafka's routing leaves it to the "
+                   f"broker,")
+        elif w.writer_epoch < 0:
             who = f"by {node_name(cfg, w.writer)}, which is not a controller,"
         elif holder != node_name(cfg, w.writer) and w.writer_epoch == w.zk_epoch:
             who = (f"by {node_name(cfg, w.writer)} with a CheckOp on epoch {w.writer_epoch}'s "
                    f"zkVersion")
         else:
             who = f"by {node_name(cfg, w.writer)} as controller of epoch {w.writer_epoch}"
-        stale = "" if w.writer_epoch == w.zk_epoch else ": not the current epoch"
+        stale = ("" if w.writer_epoch == w.zk_epoch or w.routed_locally
+                 else ": not the current epoch")
         if holder != node_name(cfg, w.writer):
             stale += f"; ZooKeeper records {holder} as the winner of epoch {w.zk_epoch}"
         out.append(f"ZooKeeper write {i}: {_request(cfg, w.req)}, written {who} while "

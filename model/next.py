@@ -97,14 +97,22 @@ ACTION_TABLE = (
                mode=ZK, requires="zk_broker_registration"),
     ActionSpec("zk_creates_broker_znode", A.zk_creates_broker_znode, NODE_ARG, mode=ZK,
                requires="zk_broker_registration"),
+    ActionSpec("broker_writes_entity_config", A.broker_writes_entity_config, NODE_ARG,
+               mode=ZK, role=BROKER, requires="migration"),
+    ActionSpec("controller_claims_zk_leadership", A.controller_claims_zk_leadership, NODE_ARG,
+               mode=ZK, role=CONTROLLER, requires="migration"),
+    # the second rolling bounce of the upgrade: progress, not a fault (the operator finishes
+    # the upgrade the migration waits for), bounded by the brokers still on the old IBP
+    ActionSpec("operator_bumps_ibp", A.operator_bumps_ibp, NODE_ARG, mode=ZK, role=BROKER,
+               requires="migration"),
     ActionSpec("broker_elects_controller", A.broker_elects_controller, NODE_ARG,
-               budget="max_elections", mode=ZK),
+               budget="max_elections", mode=ZK, role=BROKER),
     ActionSpec("controller_becomes_leader", A.controller_becomes_leader, NODE_ARG,
                budget="max_elections", mode=KRAFT, role=CONTROLLER),
     ActionSpec("clock_ticks", A.clock_ticks, NONE_ARG),
     # faults
     ActionSpec("zk_expires_session", A.zk_expires_session, NODE_ARG, fault=True,
-               budget="max_session_expiries", mode=ZK),
+               budget="max_session_expiries", mode=ZK, role=BROKER),
     ActionSpec("network_drops_message", A.network_drops_message, MSG_ARG, _ALL_MSGS,
                fault=True, budget="max_drops"),
     ActionSpec("node_crashes", A.node_crashes, NODE_ARG, fault=True, budget="max_crashes"),
@@ -150,7 +158,8 @@ def initial_state(cfg: ModelConfig) -> State:
         if cfg.mode == ZK:
             active = i == ic
             nodes.append(Node(zk_active=active, zk_epoch=1 if active else -1,
-                              zk_epoch_version=1 if active else -1, known_controller=ic))
+                              zk_epoch_version=1 if active else -1, known_controller=ic,
+                              legacy_ibp=i in cfg.legacy_ibp_brokers))
         elif spec.role == CONTROLLER:
             warm = i in cfg.initially_registered
             nodes.append(Node(replayed=len(log) if warm else 0,

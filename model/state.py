@@ -261,6 +261,10 @@ class Write(NamedTuple):
     # ghost: the broker ZooKeeper records as having set /controller_epoch to its value at the
     # time of the write (Zk.epoch_holders[zk_epoch] then); NO_NODE: none
     zk_holder: int = NO_NODE
+    # ghost: a broker's own write of a request Kafka's routing leaves to the broker (it does
+    # not forward: an IBP below 3.4-IV0, F-4; IncrementalAlterConfigs under a ZK controller
+    # during a migration, F-6), not a write of a request meant for the controller
+    routed_locally: bool = False
 
 
 # Metadata-log records (KRaft).  Every kind has the same ten positions (kind, two of its own,
@@ -428,6 +432,11 @@ class Node:
     broker_info: int = 0
     zk_register_pending: bool = False
     zk_registering: int = NO_VERSIONS
+    # ZK-to-KRaft migration: the broker still runs an IBP below 3.4-IV0 (it has not had the
+    # bounce into migration mode, MG-1); and the entity-config writes it has started itself
+    # (MG-6): (client, /controller_epoch zkVersion when it read /controller), in order
+    legacy_ibp: bool = False
+    config_writes: tuple = ()
 
 
 @dataclass(frozen=True)

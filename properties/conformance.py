@@ -13,7 +13,10 @@ One adapter, this module, stands between them: ``impl`` never sees the model.  I
   responses clients received, DescribeCluster endpoints, durable writes (ZooKeeper znodes or
   committed metadata records) with writer and epoch, RegisterControllerRecords, each
   controller's registered flag, RegisterBrokerRecords (BR-5) and each broker's lifecycle state
-  (registered, broker epoch: BL-5, BL-8); and the network: the multiset of in-flight messages
+  (registered, broker epoch: BL-5, BL-8); in a ZK-to-KRaft migration the ``MigrationView``
+  besides (/controller and /controller_epoch, who acts as controller in ZooKeeper with which
+  epoch, each broker's metadata cache, its IBP gate and its pending entity-config writes,
+  MG-1..MG-7); and the network: the multiset of in-flight messages
   (a BrokerHeartbeatResponse without the model's ghost ``registered_epoch``).  An endpoint, in
   a DescribeCluster answer, a registration request or record, becomes the model's endpoints
   token by its host and port: a configured port is STATIC_ENDPOINTS, a port process run i of
@@ -33,12 +36,14 @@ validated against the model.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 from model import kafka
 from model import next as model_next
-from model.config import (BROKER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
-                          INTER_BROKER_LISTENER, KRAFT, WILDCARD_HOST, Design, ModelConfig)
+from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
+                          INTER_BROKER_LISTENER, KRAFT, WILDCARD_HOST, Design, ModelConfig,
+                          NodeSpec)
 from model.configs import CONFIGS
 from model.observe import Observation, observe
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
@@ -56,12 +61,19 @@ from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FORGED_ENVELOPE as I_FO
                                  KRAFT_FORWARD_RETRY_TIMEOUT_MS, KRAFT_MODE, MUTATION as I_MUTATION,
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
+from impl.cluster import (CLIENT_MAX_VERSION, MIGRATION_BUGS, REGISTERS_UNRESOLVED_ENDPOINTS,
+                          REGISTRATION_BUGS, ZK_REGISTRATION_BUGS)
 from impl.lifecycle import BROKER_SESSION_TIMEOUT_MS
 
 # The implementation bugs a test may inject (impl/cluster/ honours them): the ZK
 # controller writes without the CheckOp on /controller_epoch's zkVersion (KAFKA-6082's
 # zombie write, Z-2).
 KNOWN_BUGS = ("skip-check-op",)
+# Kafka's shipped logic (or its state before a fix) that impl/cluster/ runs with a bug named
+# after the model's design variant it implements: with the variant's design on the model side,
+# conformance checks the variant (the implementation's default is the model's design).
+VARIANT_BUGS = (tuple(REGISTRATION_BUGS) + (REGISTERS_UNRESOLVED_ENDPOINTS,)
+                + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS)
 
 PROFILES = {          # (examples, steps per example)
     "ci": (60, 40),
@@ -95,9 +107,15 @@ def node_properties(cfg: ModelConfig, i: int) -> tuple:
     """The server.properties of model node ``i``: what an operator would write."""
     spec = cfg.nodes[i]
     listeners = ",".join(f"{lst.name}://{_listener_address(cfg, i, j)}"
-                         for j, lst in enumerate(spec.listeners))
+                         for j, lst in enumerate(spec.listeners)
+                         if cfg.mode != "zk" or spec.role != BROKER
+                         or lst.role != CONTROLLER_LISTENER)
     protocols = {lst.name: lst.protocol for n in cfg.nodes for lst in n.listeners}
+    if cfg.mode == "zk" and spec.role == CONTROLLER:
+        return _migration_controller_properties(cfg, i, listeners, protocols)
     if cfg.mode == "zk":
+        # a ZK broker of a migration names the controller listener (controller.listener.names,
+        # L-24) to reach the KRaft controller, but does not listen on it
         inter = cfg.node_listener(i, INTER_BROKER_LISTENER)
         props = [("broker.id", str(i)), ("zookeeper.connect", "zk1:2181"),
                  ("listeners", listeners), ("advertised.listeners", listeners),
@@ -108,14 +126,17 @@ def node_properties(cfg: ModelConfig, i: int) -> tuple:
         if cfg.zk_forwarding:
             # F-4: ZK brokers forward only during a KRaft migration, which needs the KRaft
             # quorum's listener and voters configured (L-24), while the ZK controller is
-            # still the active one (the phase the model's ZK configurations describe).
+            # still the active one (the phase the model's ZK configurations describe).  In a
+            # configuration without KRaft controllers the voters name one outside it.  A
+            # broker not yet bounced into migration mode runs an IBP below 3.4-IV0 (MG-1).
             protocols.setdefault("CONTROLLER", "SSL")
             props = [(k, ",".join(f"{a}:{b}" for a, b in sorted(protocols.items())))
                      if k == "listener.security.protocol.map" else (k, v) for k, v in props]
+            ibp = LEGACY_IBP if i in cfg.legacy_ibp_brokers else MIGRATION_IBP
             props += [("zookeeper.metadata.migration.enable", "true"),
-                      ("inter.broker.protocol.version", "3.7-IV0"),
+                      ("inter.broker.protocol.version", ibp),
                       ("controller.listener.names", "CONTROLLER"),
-                      ("controller.quorum.voters", "3000@kraft1:9093")]
+                      ("controller.quorum.voters", _voters(cfg) or "3000@kraft1:9093")]
         return tuple(props)
     controller_names = sorted({lst.name for n in cfg.nodes for lst in n.listeners
                                if lst.role == CONTROLLER_LISTENER})
@@ -138,6 +159,36 @@ def node_properties(cfg: ModelConfig, i: int) -> tuple:
         props += [("broker.session.timeout.ms", str(cfg.session_timeout * tick)),
                   ("broker.heartbeat.interval.ms", str(tick))]
     return tuple(props)
+
+
+# inter.broker.protocol.version of a ZK broker of a migration: one that forwards, and one not yet
+# bounced into migration mode (below 3.4-IV0, MG-1)
+MIGRATION_IBP, LEGACY_IBP = "3.7-IV0", "3.3-IV3"
+
+
+def _voters(cfg: ModelConfig) -> str:
+    """controller.quorum.voters: each KRaft controller at its controller listener."""
+    out = []
+    for c in cfg.controllers():
+        j = next(j for j, lst in enumerate(cfg.nodes[c].listeners)
+                 if lst.role == CONTROLLER_LISTENER)
+        out.append(f"{c}@{_listener_address(cfg, c, j)}")
+    return ",".join(out)
+
+
+def _migration_controller_properties(cfg: ModelConfig, i: int, listeners: str,
+                                     protocols: dict) -> tuple:
+    """A KRaft controller of a ZK-to-KRaft migration (MG-*): process.roles=controller with
+    zookeeper.metadata.migration.enable and zookeeper.connect (L-0)."""
+    names = sorted({lst.name for lst in cfg.nodes[i].listeners
+                    if lst.role == CONTROLLER_LISTENER})
+    return (("process.roles", "controller"), ("node.id", str(i)),
+            ("controller.quorum.voters", _voters(cfg)),
+            ("controller.listener.names", ",".join(names)), ("listeners", listeners),
+            ("listener.security.protocol.map",
+             ",".join(f"{k}:{v}" for k, v in sorted(protocols.items()))),
+            ("zookeeper.metadata.migration.enable", "true"),
+            ("zookeeper.connect", "zk1:2181"))
 
 
 def tick_ms(cfg: ModelConfig) -> int:
@@ -167,17 +218,26 @@ ACL_BINDINGS = {"CREATE_TOPIC": ("CREATE", "TOPIC"), "ALTER_CONFIGS": ("ALTER_CO
 # the API whose range changed across Kafka releases in the configurations.  Other mutations
 # have ranges of their own (IncrementalAlterConfigs 0-1, CreateAcls 0-3) that the model does
 # not have, so conformance is defined for configurations whose clients send CreateTopics,
-# DescribeCluster or a CreateTopics inside an Envelope.
+# DescribeCluster or a CreateTopics inside an Envelope -- and, in a migration configuration
+# whose every node parses the latest version (the model's api_max at its default, so that no
+# version check can fail), IncrementalAlterConfigs and CreateAcls: there the model's version
+# number stands for "the latest", which the implementation's latest of that API projects to.
 CONFORMANCE_APIS = (kafka.CREATE_TOPICS, kafka.DESCRIBE_CLUSTER)
+LATEST_ONLY_APIS = (kafka.INCREMENTAL_ALTER_CONFIGS, kafka.CREATE_ACLS)
+MODEL_LATEST_VERSION = next(f.default for f in fields(NodeSpec) if f.name == "api_max")
 
 
 def unsupported(cfg: ModelConfig) -> str | None:
     """Why conformance cannot run on ``cfg`` (None: it can)."""
+    latest_only = cfg.migration and all(n.api_max == MODEL_LATEST_VERSION for n in cfg.nodes)
     for c in cfg.clients:
-        if c.api not in CONFORMANCE_APIS:
-            return (f"conformance needs clients that send CreateTopics or DescribeCluster: "
-                    f"{cfg.name}'s client {c.name} sends {kafka.API_NAMES.get(c.api, c.api)}, "
-                    f"whose version range the model's per-node api_max does not describe")
+        if c.api in CONFORMANCE_APIS or (latest_only and c.api in LATEST_ONLY_APIS):
+            continue
+        return (f"conformance needs clients that send CreateTopics or DescribeCluster (or, in "
+                f"a migration whose nodes all parse the latest versions, "
+                f"IncrementalAlterConfigs or CreateAcls): {cfg.name}'s client {c.name} sends "
+                f"{kafka.API_NAMES.get(c.api, c.api)}, whose version range the model's "
+                f"per-node api_max does not describe")
     return None
 
 
@@ -185,7 +245,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
     why = unsupported(cfg)
     if why:
         raise ValueError(why)
-    unknown = [b for b in bugs if b not in KNOWN_BUGS]
+    unknown = [b for b in bugs if b not in KNOWN_BUGS + VARIANT_BUGS]
     if unknown:
         raise ValueError(f"unknown implementation bug {unknown[0]!r}; bugs: "
                          f"{', '.join(KNOWN_BUGS)}")
@@ -210,7 +270,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
         broker_registration=cfg.broker_registration,
         initially_registered_brokers=tuple(cfg.initially_registered_brokers),
         zk_broker_registration=cfg.zk_broker_registration,
-        zk_forwarding=cfg.zk_forwarding,
+        zk_forwarding=cfg.zk_forwarding, migration=cfg.migration,
         forward_retry_timeout_ms=cfg.forward_timeout * tick,
         registration_retry_timeout_ms=cfg.registration_timeout * tick,
         request_timeout_ms=cfg.forward_timeout * tick,
@@ -289,7 +349,8 @@ class Projector:
         li = self.listener_index.get(view.listener, -1)
         if view.kind == "EnvelopeRequest":
             return EnvelopeRequest(ENVELOPE_REQUEST, view.src, view.dst, li,
-                                   self.client_index.get(view.client, -1), view.api_version,
+                                   self.client_index.get(view.client, -1),
+                                   self.model_version(view.api_key, view.api_version),
                                    view.hops, self.principal_index.get(view.sender_principal, -1))
         if view.kind == "EnvelopeResponse":
             return EnvelopeResponse(ENVELOPE_RESPONSE, view.src, view.dst, li,
@@ -329,6 +390,37 @@ class Projector:
                 self.incarnation_rank(cluster, view.dst, view.incarnation_id), view.error,
                 1 if view.is_fenced else 0, 0)
         return None
+
+    @staticmethod
+    def model_version(api_key: int, version: int) -> int:
+        """An inner request's version in the model's terms: CreateTopics's own; the latest
+        version of IncrementalAlterConfigs or CreateAcls (see ``unsupported``) the model's
+        latest; any other stays as it is, which the model's version does not equal."""
+        if api_key in LATEST_ONLY_APIS and version == CLIENT_MAX_VERSION[api_key]:
+            return MODEL_LATEST_VERSION
+        return version
+
+    def migration(self, cluster) -> MigrationView:
+        """The implementation's ``MigrationView``: ``/controller`` and ``/controller_epoch`` as
+        an observer reads them, which process acts as controller in ZooKeeper (a ZK broker's
+        ``KafkaController.isActive``, the KRaft controller's ZooKeeper leadership) with its
+        epoch and zkVersion, each broker's metadata cache, whether it forwards (F-4, MG-1),
+        and its pending entity-config writes (MG-6) with the ``/controller_epoch`` zkVersion at
+        the read."""
+        cfg = self.cfg
+        zkc = cluster.zkc
+        active = []
+        for n in range(cfg.n_nodes):
+            p = zkc.process(n)
+            active.append((p.is_active, p.epoch, p.epoch_zk_version) if p.is_active
+                          else (False, -1, -1))
+        brokers = cfg.brokers()
+        return MigrationView(
+            zkc.controller(), zkc.controller_epoch(), tuple(active),
+            tuple(zkc.brokers[b].known_controller for b in brokers),
+            tuple(not cluster.api_forwarding_enabled(b) for b in brokers),
+            tuple(tuple((self.client_index.get(w.mutation.tag, -1), w.epoch_zk_version_at_read)
+                        for w in zkc.brokers[b].config_writes) for b in brokers))
 
     def network(self, cluster) -> dict:
         """model message -> implementation message ids carrying it."""
@@ -386,6 +478,35 @@ class Projector:
                            lifecycles, zk_ids, zk_listeners)
 
 
+class MigrationView(NamedTuple):
+    """What a ZK-to-KRaft migration shows besides ``model.observe.Observation`` (whose
+    ``writes`` already carry the KRaft controller's dual writes, with the epoch it claimed):
+    ``/controller``'s holder (-1: none), ``/controller_epoch`` as (epoch, zkVersion), per node
+    whether it acts as controller in ZooKeeper, with the epoch and the /controller_epoch
+    zkVersion it won (its election's or its claim's; (False, -1, -1) when it does not), per
+    broker the controller its metadata cache names, whether it still runs an IBP below
+    3.4-IV0 (it does not forward, MG-1), and its entity-config writes between the read of
+    /controller and the multi (MG-6): (client, /controller_epoch zkVersion at the read)."""
+    controller: int
+    controller_epoch: tuple
+    controllers: tuple
+    caches: tuple
+    legacy_ibp: tuple
+    config_writes: tuple
+
+
+def model_migration_view(s, cfg: ModelConfig) -> MigrationView:
+    """The model's ``MigrationView`` of state ``s``."""
+    brokers = cfg.brokers()
+    return MigrationView(
+        s.zk.controller, (s.zk.epoch, s.zk.epoch_version),
+        tuple((True, nd.zk_epoch, nd.zk_epoch_version) if nd.zk_active else (False, -1, -1)
+              for nd in s.nodes),
+        tuple(s.nodes[b].known_controller for b in brokers),
+        tuple(s.nodes[b].legacy_ibp for b in brokers),
+        tuple(tuple(s.nodes[b].config_writes) for b in brokers))
+
+
 def comparable(m: Msg) -> Msg:
     """A model message as the implementation can show it: a BrokerHeartbeatResponse's last
     position, ``registered_epoch``, is a ghost (the broker epoch of the registration the
@@ -419,7 +540,7 @@ class Divergence:
     def describe(self, cfg: ModelConfig | None = None) -> str:
         where = "the initial state" if self.step is None else f"step {self.index} ({self.step})"
         lines = [f"divergence at {where}: {self.kind}"]
-        if self.kind in ("observation", "network"):
+        if self.kind in ("observation", "network", "migration"):
             lines.append(f"  model: {self.model}")
             lines.append(f"  impl:  {self.impl}")
         elif self.impl is not None:
@@ -439,6 +560,12 @@ def _compare(proj: Projector, cluster, s, index, st, steps) -> Divergence | None
                 if getattr(mo, f) != getattr(io, f)}
         return Divergence(index, st, "observation", {k: v[0] for k, v in diff.items()},
                           {k: v[1] for k, v in diff.items()}, tuple(steps))
+    if proj.cfg.migration:
+        mm, im = model_migration_view(s, proj.cfg), proj.migration(cluster)
+        if mm != im:
+            diff = [f for f in MigrationView._fields if getattr(mm, f) != getattr(im, f)]
+            return Divergence(index, st, "migration", {f: getattr(mm, f) for f in diff},
+                              {f: getattr(im, f) for f in diff}, tuple(steps))
     mn = model_network(s)
     inet = {m: len(ids) for m, ids in proj.network(cluster).items()}
     if mn != inet:
@@ -604,13 +731,14 @@ def run_conformance(config, *, seed: int = 0, profile: str = "ci", steps: int | 
 # ---- trace validation: the implementation runs free, the model follows ------------------------
 
 def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
-                      fault_rate: float = 0.15) -> tuple:
+                      fault_rate: float = 0.15, design: Design = Design(), bugs=()) -> tuple:
     """Run the implementation in its own seeded simulator; map every event it takes to a
-    model step and check that the model can take it and ends in the same observation.
+    model step and check that the model (of ``design``) can take it and ends in the same
+    observation.  ``bugs``: the implementation's injected bugs (``cluster_config``).
     Returns (model steps taken, Divergence or None)."""
     from impl.sim import Simulation
     proj = Projector(cfg)
-    cluster = new_cluster(cfg, seed)
+    cluster = new_cluster(cfg, seed, bugs)
     sim = Simulation(cluster, seed, fault_rate=fault_rate)
     s = model_next.initial_state(cfg)
     steps: list = []
@@ -629,7 +757,7 @@ def validate_impl_run(cfg: ModelConfig, seed: int, max_steps: int = 200,
         if st is None:
             continue                    # an implementation-internal event (ApiVersions)
         steps.append(st)
-        nxt = model_next.step(s, cfg, Design(), st)
+        nxt = model_next.step(s, cfg, design, st)
         if nxt is None:
             return steps, Divergence(len(steps), st, "the model cannot take the "
                                      "implementation's step", None, str(event), tuple(steps))

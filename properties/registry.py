@@ -53,12 +53,16 @@ class Property(NamedTuple):
 
 
 def zk_writes_carry_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
-    """Every ZooKeeper write was made by the controller of the epoch current at the time.
+    """Every ZooKeeper write of a request meant for the controller was made by the controller
+    of the epoch current at the time.  A broker's write of a request Kafka's routing leaves to
+    it (it does not forward yet) stands outside the sentence.
 
     KIP-590: "make the controller as the single writer to modify the config metadata in ZK";
-    Z-2: every controller write is a multi with CheckOp(/controller_epoch, zkVersion at
-    election), so a deposed controller's write fails (KAFKA-6082)."""
-    return all(w.writer_epoch == w.zk_epoch for w in s.zk.writes)
+    "After first rolling bounce to upgrade the binary version, all fellow brokers are still
+    handling ZK mutation requests by themselves"; Z-2: every controller write is a multi with
+    CheckOp(/controller_epoch, zkVersion at election), so a deposed controller's write fails
+    (KAFKA-6082)."""
+    return all(w.writer_epoch == w.zk_epoch for w in s.zk.writes if not w.routed_locally)
 
 
 def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -82,8 +86,26 @@ def zk_writes_by_epoch_holder(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-590: "make the controller as the single writer to modify the config metadata in
     ZK"; Z-2 (the controller's writes are fenced by its epoch's zkVersion), Z-5 (the
-    broker-side writes forwarding removes)."""
-    return all(w.zk_holder == w.writer for w in s.zk.writes)
+    broker-side writes forwarding removes).  As in zk-writes-carry-current-epoch, a write
+    Kafka's routing leaves to a broker that does not forward (yet) stands outside it."""
+    return all(w.zk_holder == w.writer for w in s.zk.writes if not w.routed_locally)
+
+
+def kraft_controller_sole_zk_writer(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once a KRaft controller has claimed ZooKeeper leadership, it alone writes ZooKeeper:
+    every write made while a KRaft controller held /controller_epoch was that controller's
+    (its dual write), whatever the broker that would otherwise have written it.
+
+    KIP-590: "make the controller as the single writer to modify the config metadata in ZK";
+    MG-5 (the KRaft controller claims /controller with a higher epoch), MG-6 (a broker's own
+    entity-config write is refused once /controller names a KRaft controller; KAFKA-16539:
+    brokers' writes must not land 'last writer wins' after the KRaft controller took over);
+    KIP-590 Compatibility: every broker forwards after the second IBP bounce."""
+    for w in s.zk.writes:
+        if w.zk_holder != NO_NODE and cfg.nodes[w.zk_holder].role == CONTROLLER \
+                and w.writer != w.zk_holder:
+            return False
+    return True
 
 
 def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -107,10 +129,17 @@ def active_controller_owns_controller_znode(s: State, cfg: ModelConfig, d: Desig
 
     Z-1: a broker becomes controller only by creating /controller, which fails while another
     session owns it; the znode is ephemeral, so it goes only with its owner's session;
-    KIP-590: "make the controller as the single writer"."""
+    KIP-590: "make the controller as the single writer".  In a migration the KRaft controller
+    deletes a live ZK controller's /controller when it claims leadership (MG-5): the deposed
+    broker is then a zombie like one whose session expired (its writes fail the epoch's
+    CheckOp), so a /controller naming a KRaft controller, with ZooKeeper's epoch past the node's,
+    stands in for the owner."""
     if cfg.mode != ZK:
         return True
-    return all(s.zk.controller == n for n, node in enumerate(s.nodes)
+    owner = s.zk.controller
+    taken = owner != NO_NODE and cfg.nodes[owner].role == CONTROLLER
+    return all(owner == n or (taken and s.zk.epoch > node.zk_epoch)
+               for n, node in enumerate(s.nodes)
                if node.alive and node.zk_active and not node.session_expired)
 
 
@@ -763,12 +792,15 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
 PROPERTIES = (
     Property("P1", "single-writer",
              "every durable write was made by the controller of the current epoch at the time "
-             "of the write; a deposed controller's write never lands",
-             "KIP-590 'single writer'; Z-1..Z-3; KAFKA-6082",
+             "of the write (once a KRaft controller has claimed ZooKeeper, by it alone); a "
+             "deposed controller's write never lands",
+             "KIP-590 'single writer'; Z-1..Z-3; MG-5, MG-6; KAFKA-6082, KAFKA-16539",
              (Clause("zk-writes-carry-current-epoch", ALWAYS, zk_writes_carry_current_epoch),
               Clause("active-controller-won-its-epoch", ALWAYS,
                      active_controller_won_its_epoch),
               Clause("zk-writes-by-epoch-holder", ALWAYS, zk_writes_by_epoch_holder),
+              Clause("kraft-controller-sole-zk-writer", ALWAYS,
+                     kraft_controller_sole_zk_writer),
               Clause("active-controller-owns-controller-znode", ALWAYS,
                      active_controller_owns_controller_znode),
               Clause("log-has-one-writer-per-epoch", ALWAYS, log_has_one_writer_per_epoch),
@@ -884,6 +916,8 @@ RELEVANT_FIELDS = {
     "active-controller-won-its-epoch": ("zk-controllers", "zk-epoch-holders",
                                         "active-controller"),
     "zk-writes-by-epoch-holder": ("zk-writes", "zk-epoch-holders", "zk-controllers"),
+    "kraft-controller-sole-zk-writer": ("zk-writes", "zk-epoch-holders", "zk-controllers",
+                                        "metadata-caches"),
     "active-controller-owns-controller-znode": ("zk-controllers", "active-controller"),
     "log-has-one-writer-per-epoch": ("metadata-log", "active-controller"),
     "log-appended-by-current-leader": ("metadata-log", "active-controller"),
@@ -1113,6 +1147,32 @@ WITNESSES = {w.id: w for w in (
             lambda p, st, s, cfg: any(spec.api == kafka.DESCRIBE_CLUSTER
                                       and r.code == kafka.CLUSTER_AUTHORIZATION_FAILED
                                       for spec, r in _responses(s, cfg))),
+    Witness("kraft-controller-claimed-zk",
+            "the KRaft controller claims /controller with a higher epoch (MG-5)",
+            lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership"),
+    Witness("zk-controller-deposed-by-kraft",
+            "the KRaft controller's claim deletes the /controller of a ZK controller whose "
+            "session lives (MG-5)",
+            lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership"
+            and p.zk.controller != NO_NODE and not p.nodes[p.zk.controller].session_expired),
+    Witness("mutation-forwarded-to-kraft-controller",
+            "a ZK broker's forwarded mutation is written by the KRaft controller",
+            lambda p, st, s, cfg: any(w.via_envelope and cfg.nodes[w.writer].role == CONTROLLER
+                                      for w in s.zk.writes[len(p.zk.writes):])),
+    Witness("entity-config-written-by-broker",
+            "a ZK broker writes an entity config itself under a ZK controller (F-6, MG-6)",
+            lambda p, st, s, cfg: st.action == "broker_writes_entity_config"
+            and len(s.zk.writes) > len(p.zk.writes)),
+    Witness("entity-config-refused-kraft-controller",
+            "a ZK broker refuses to write an entity config because /controller names a KRaft "
+            "controller (MG-6)",
+            lambda p, st, s, cfg: s.zk.controller != NO_NODE
+            and cfg.nodes[s.zk.controller].role == CONTROLLER
+            and any(spec.api == kafka.INCREMENTAL_ALTER_CONFIGS
+                    and r.code == kafka.STALE_CONTROLLER_EPOCH for spec, r in _responses(s, cfg))),
+    Witness("broker-bounced-to-forwarding",
+            "a broker on the old IBP is bounced with the new one and forwards from then on",
+            lambda p, st, s, cfg: st.action == "operator_bumps_ibp"),
 )}
 
 

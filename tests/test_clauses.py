@@ -30,6 +30,7 @@ ONLY_CATCHER = {
     "zk-registration-carries-current-endpoints": "broker-info-not-cached",
     "controller-describe-requires-alter": "controller-describe-without-alter",
     "broker-epoch-changes-with-incarnation": "broker-reregistration-bumps-epoch",
+    "kraft-controller-sole-zk-writer": "claims-before-brokers-ready",
 }
 
 

@@ -97,6 +97,11 @@ def test_configurations_outside_the_models_version_abstraction_are_refused():
         cluster_config(CONFIGS["zk-small"])
     with pytest.raises(ValueError, match="IncrementalAlterConfigs"):
         run_conformance("kraft-small", seed=1)
+    # a migration whose nodes all parse the latest versions: IncrementalAlterConfigs and
+    # CreateAcls at their latest project to the model's latest
+    from properties.conformance import unsupported
+    assert unsupported(CONFIGS["zk-migration"]) is None
+    assert unsupported(CONFIGS["zk-migration-bounce"]) is None
 
 
 # ---- KRaft broker registration and heartbeats (BR-*, BH-*, BL-*) ------------------------------
@@ -225,3 +230,109 @@ def test_broker_timeouts_are_the_models_ticks():
         assert props["broker.heartbeat.interval.ms"] == str(tick)
     other = cluster_config(CONFIGS["kraft-listeners"])
     assert "broker.session.timeout.ms" not in other.nodes[0].props()
+
+
+# ---- the ZK-to-KRaft migration (MG-1..MG-7) ---------------------------------------------------
+
+# each migration variant's counterexample to P1's kraft-controller-sole-zk-writer, as the
+# explorer finds it: B2 (node 1) writes ZooKeeper after C3 (node 2) claimed /controller
+MIGRATION_VARIANT_TRACES = {
+    "entity-config-check-passes-recreated-controller": (
+        "zk-migration", (Step("client_sends_request", (0,)),
+                         Step("controller_claims_zk_leadership", (2,)),
+                         Step("broker_writes_entity_config", (1,)))),
+    "entity-config-write-unchecked": (
+        "zk-migration", (Step("controller_claims_zk_leadership", (2,)),
+                         Step("client_sends_request", (0,)))),
+    "claims-before-brokers-ready": (
+        "zk-migration-bounce", (Step("controller_claims_zk_leadership", (2,)),
+                                Step("client_sends_request", (0,)))),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(MIGRATION_VARIANT_TRACES))
+def test_the_injected_migration_bug_is_the_models_variant(variant):
+    """The cluster with the bug named after a migration variant takes the variant's
+    counterexample in lockstep with the variant's model, ending in the write that violates P1
+    (kraft-controller-sole-zk-writer); the variant's model against the default implementation,
+    and the default model against the bug, diverge."""
+    from model.config import VARIANTS
+    from properties.registry import kraft_controller_sole_zk_writer
+    config, trace = MIGRATION_VARIANT_TRACES[variant]
+    cfg, design = CONFIGS[config], VARIANTS[variant].design
+    d = Driver(cfg, SEED, design, bugs=(variant,))
+    assert d.start() is None
+    for st in trace:
+        div = d.apply(st)
+        assert div is None, div.describe()
+    assert not kraft_controller_sole_zk_writer(d.state, cfg, design)
+    writes = [(w.client, w.writer, w.writer_epoch) for w in d.cluster.durable_writes()]
+    assert writes == [("A1", 1, -1)]
+    assert d.cluster.zkc.controller() == 2
+    div = check_steps(cfg, trace, seed=SEED, design=design)
+    assert div is not None and div.index <= len(trace)
+    if variant != "claims-before-brokers-ready":
+        # the default model does not take the claim first; the bug is seen on the same trace
+        div = check_steps(cfg, trace, seed=SEED, bugs=(variant,))
+        assert div is not None and div.kind == "observation"
+
+
+def test_free_running_cluster_with_claims_before_brokers_ready_is_not_the_default_model():
+    """The claim the injected bug lets the KRaft controller make while B2 is on the old IBP is
+    a step the default model cannot take (WAIT_FOR_BROKERS), and one the variant can."""
+    from model.config import VARIANTS
+    variant = "claims-before-brokers-ready"
+    cfg = CONFIGS["zk-migration-bounce"]
+    caught = 0
+    for seed in range(8):
+        steps, div = validate_impl_run(cfg, seed, max_steps=40, bugs=(variant,))
+        if div is not None:
+            assert div.kind == "the model cannot take the implementation's step"
+            assert div.step.action == "controller_claims_zk_leadership"
+            caught += 1
+        steps, div = validate_impl_run(cfg, seed, max_steps=40, bugs=(variant,),
+                                       design=VARIANTS[variant].design)
+        assert div is None, div.describe()
+    assert caught >= 2
+
+
+def test_migration_view_covers_pending_entity_config_writes():
+    """The projection compares the migration's state besides the observation: B2's entity-
+    config write between its read of /controller and its multi shows on both sides, and an
+    implementation that loses it is a divergence of kind "migration"."""
+    from properties.conformance import _compare, model_migration_view
+    cfg = CONFIGS["zk-migration"]
+    d = Driver(cfg, SEED)
+    assert d.start() is None
+    assert d.apply(Step("client_sends_request", (0,))) is None
+    view = d.proj.migration(d.cluster)
+    assert view == model_migration_view(d.state, cfg)
+    assert view.config_writes == ((), ((0, 1),)) and view.legacy_ibp == (False, False)
+    assert view.controllers == ((True, 1, 1), (False, -1, -1), (False, -1, -1))
+    assert view.controller == 0 and view.controller_epoch == (1, 1)
+    d.cluster.zkc.brokers[1].config_writes.clear()
+    div = _compare(d.proj, d.cluster, d.state, 1, d.steps[-1], d.steps)
+    assert div is not None and div.kind == "migration"
+    assert div.model == {"config_writes": ((), ((0, 1),))}
+    assert div.impl == {"config_writes": ((), ())}
+
+
+def test_a_zk_controller_deposed_by_the_claim_is_fenced_in_lockstep():
+    """B1's session expires, B2 is elected (epoch 2), C3 claims /controller (epoch 3) while
+    B2's session lives; B2's metadata cache learns C3 but its KafkaController still acts, so
+    A1's IncrementalAlterConfigs is queued at B2, whose write fails the /controller_epoch
+    CheckOp: NOT_CONTROLLER to A1, nothing written -- on both sides, step by step."""
+    cfg = CONFIGS["zk-migration"]
+    trace = (Step("zk_expires_session", (0,)), Step("broker_elects_controller", (1,)),
+             Step("controller_claims_zk_leadership", (2,)), Step("broker_learns_controller", (1,)),
+             Step("client_sends_request", (0,)), Step("controller_processes_event", (1,)))
+    d = Driver(cfg, SEED)
+    assert d.start() is None
+    for st in trace:
+        div = d.apply(st)
+        assert div is None, div.describe()
+    assert [r.error_code for r in d.cluster.client_results()["A1"]] == [41]
+    view = d.proj.migration(d.cluster)
+    assert view.controller == 2 and view.controller_epoch == (3, 3)
+    assert view.controllers == ((True, 1, 1), (False, -1, -1), (True, 3, 3))   # B1: a zombie
+    assert d.cluster.durable_writes() == []

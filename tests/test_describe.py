@@ -51,7 +51,7 @@ def expected_actor(cfg, st: Step, before) -> str:
         return cfg.clients[arg].name
     if st.action in ("zk_expires_session", "zk_creates_broker_znode"):
         return "ZooKeeper"
-    if st.action == "operator_updates_listeners":
+    if st.action in ("operator_updates_listeners", "operator_bumps_ibp"):
         return "An operator"
     if st.action == "network_drops_message":
         return "The network"

@@ -267,7 +267,9 @@ def test_bootstrap_matches_the_models_initial_zk_state():
     assert [b.is_active for b in c.brokers] == [True, False, False]
     assert (c.brokers[0].epoch, c.brokers[0].epoch_zk_version) == (1, 1)
     data, stat = c.zk.peek(CONTROLLER_PATH)
-    assert json.loads(data) == {"version": 1, "brokerid": 0, "timestamp": "5"}
+    # MG-4: ControllerZNode.encode writes version 2, a ZK controller's kraftControllerEpoch -1
+    assert json.loads(data) == {"version": 2, "brokerid": 0, "timestamp": "5",
+                                "kraftControllerEpoch": -1}
     assert stat.ephemeral_owner == c.brokers[0].session_id
     assert c.zk.peek(CONTROLLER_EPOCH_PATH)[0] == b"1"
     empty = ZkCluster(2, initial_controller=None)
@@ -524,8 +526,15 @@ def test_direct_write_refused_when_a_kraft_controller_holds_controller():
     assert c.broker_writes_zk(1, cfg("x"), 2) == STALE_CONTROLLER_EPOCH
     with pytest.raises(ControllerMovedException, match="same or newer epoch 5"):
         kraft.try_register_kraft_controller_as_active(3001, 5, 3)
-    # the deposed ZK controller learns of it and resigns (ControllerChange -> maybeResign)
-    assert c.broker_learns_controller(0, 4) == 3000 and not c.brokers[0].is_active
+    # the deposed ZK controller's metadata cache learns of it (MG-3: KRaftCachedControllerId);
+    # its KafkaController still believes it is active until its next event, whose write
+    # fails the /controller_epoch CheckOp (Z-2) and resigns it (Z-3)
+    assert c.broker_learns_controller(0, 4) == 3000 and c.brokers[0].known_controller_kraft
+    assert c.brokers[0].is_active and c.brokers[0].pending_controller_events()
+    c.controller_accepts_mutation(0, cfg("late"))
+    r = c.controller_processes_event(0, 5)
+    assert r.error_code == NOT_CONTROLLER and not c.brokers[0].is_active
+    assert c.writes() == ()
 
 
 # ---- Z-4 receivers fence stale controller epochs ---------------------------------------------

@@ -145,6 +145,22 @@ def test_crosscheck_catches_an_altered_action(monkeypatch):
     assert any("zk:" in m and "epoch=" in m for m in res.mismatches)
 
 
+def test_crosscheck_catches_an_altered_migration_action(monkeypatch):
+    """The migration's actions are checked like the others: an encoding of the entity-config
+    write whose CheckOp passes on any /controller (the 3.8.0 finding's check) under the
+    correct design disagrees with the model there."""
+    from dataclasses import replace
+
+    def check_passes_recreated(S, cfg, d, n):
+        return _ORIGINAL["broker_writes_entity_config"](
+            S, cfg, replace(d, entity_config_check_passes_recreated_controller=True), n)
+    monkeypatch.setitem(sym_actions.ENCODINGS, "broker_writes_entity_config",
+                        check_passes_recreated)
+    res = crosscheck(get_config("zk-migration"), Design(), solver_samples=0)
+    assert not res.ok
+    assert all(m.startswith("broker_writes_entity_config[") for m in res.mismatches)
+
+
 def test_crosscheck_catches_an_altered_guard(monkeypatch):
     def times_out_early(S, cfg, d, n):
         enabled, S2 = _ORIGINAL["channel_times_out_request"](S, cfg, d, n)
@@ -241,6 +257,76 @@ def test_bmc_finds_each_variant_and_the_model_replays_it(variant, pid):
     proof = prove(cfg, v.design, pid, variant, max_k=1)
     assert proof.status != "proved", proof.detail
     assert proof.cti is not None or proof.counterexample is not None
+
+
+# The ZK-to-KRaft migration's P1 variants (two seeded, one finding) on their home
+# configurations, and the depth of the explorer's shortest counterexample of each
+# (docs/design-variants.md)
+MIGRATION_VARIANTS = {"claims-before-brokers-ready": 2, "entity-config-write-unchecked": 2,
+                      "entity-config-check-passes-recreated-controller": 3}
+MIGRATION_CONFIGS = ("zk-migration", "zk-migration-bounce")
+
+
+@pytest.mark.parametrize("variant", MIGRATION_VARIANTS)
+def test_bmc_finds_each_migration_variant_at_the_explorers_depth(variant):
+    """BMC finds each migration variant's P1 violation at the depth of the explorer's
+    shortest counterexample (BFS), no deeper: the KRaft controller's claim, then a broker's
+    own ZooKeeper write of an epoch the KRaft controller holds; the model replays it."""
+    from properties.explore import explore as bfs
+    from properties.kafka_spec import KafkaSpec
+    v = VARIANTS[variant]
+    explored = bfs(KafkaSpec.named(v.config, variant))
+    depth = len(explored.trace)
+    assert explored.violation == "P1" and depth == MIGRATION_VARIANTS[variant]
+    res = bmc(get_config(v.config), v.design, "P1", depth, variant)
+    assert res.found and res.depth == depth
+    assert res.clause == "kraft-controller-sole-zk-writer"
+    actions = [st.action for st in res.steps]
+    assert "controller_claims_zk_leadership" in actions[:-1]
+    assert actions[-1] in ("client_sends_request", "broker_writes_entity_config")
+    outcome = replay(res.trace())
+    assert outcome.reproduced and outcome.violation == ("P1", res.clause)
+
+
+@pytest.mark.parametrize("config", slow_unless(MIGRATION_CONFIGS, keep=("zk-migration",)))
+def test_bmc_finds_nothing_in_the_correct_migration(config):
+    """The correct design of each migration configuration: no P1 violation within 6 steps
+    (three times the variants' depth; the slow tier searches the whole state graph's depth)."""
+    res = bmc(get_config(config), Design(), "P1", 6)
+    assert not res.found and res.depth == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", MIGRATION_CONFIGS)
+def test_bmc_finds_nothing_in_the_correct_migration_to_the_graphs_depth(config):
+    """Exhaustive within the capacities: BMC searches as deep as the explorer's deepest BFS
+    level (15 steps on zk-migration, 18 on zk-migration-bounce), so every reachable state is
+    within the bound (about 110 s and 40 s)."""
+    from properties.explore import explore as bfs
+    from properties.kafka_spec import KafkaSpec
+    explored = bfs(KafkaSpec.named(config), stop_at_violation=False)
+    assert explored.complete and explored.violation is None
+    depth = explored.depth
+    res = bmc(get_config(config), Design(), "P1", depth)
+    assert not res.found and res.depth == depth
+
+
+@pytest.mark.parametrize("config,dropped,action", slow_unless([
+    ("zk-migration-bounce", "claim-after-bounce", "client_sends_request"),
+    ("zk-migration", "entity-config-reads-not-ahead", "broker_writes_entity_config"),
+], keep=(("zk-migration", "entity-config-reads-not-ahead", "broker_writes_entity_config"),)))
+def test_the_migration_proof_needs_its_invariants(config, dropped, action):
+    """P1 on a migration configuration is 1-inductive with the migration invariants; without
+    the one that ties a broker's own write to a ZK controller's epoch, the CTI is that write
+    landing in an epoch the KRaft controller holds."""
+    cfg = get_config(config)
+    invs = inv_mod.for_property(cfg, "P1")
+    assert dropped in {i.name for i in invs}
+    assert prove(cfg, Design(), "P1", max_k=1, invariants=invs).status == "proved"
+    res = prove(cfg, Design(), "P1", max_k=1,
+                invariants=[i for i in invs if i.name != dropped])
+    assert res.status == "unknown"
+    assert action in res.detail and "kraft-controller-sole-zk-writer" in res.detail
 
 
 def test_quiescent_clause_needs_the_work_pending_invariant():

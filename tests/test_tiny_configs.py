@@ -23,6 +23,8 @@ PINNED = {
     "kraft-controller-endpoints": (10941, 10941),
     "kraft-broker-endpoints": (23975, 23975),
     "zk-broker-registration": (152, 152),
+    "zk-migration": (671, 671),
+    "zk-migration-bounce": (452, 452),
 }
 
 

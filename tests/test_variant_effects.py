@@ -600,6 +600,46 @@ def effect_broker_info_update_races_registration():
     assert after.zk.broker_ids[1] == 0 and after.nodes[1].listeners_version == 1
 
 
+def effect_claims_before_brokers_ready():
+    """B2 still runs the old IBP: under the shipped design the KRaft controller C3 waits
+    (WAIT_FOR_BROKERS); the variant claims /controller now, with the next epoch."""
+    pre, good, bad = both("zk-migration-bounce", "claims-before-brokers-ready", [],
+                          S("controller_claims_zk_leadership", 2))
+    assert pre.nodes[1].legacy_ibp and pre.zk.controller == 0
+    assert good is None
+    assert bad.zk.controller == 2 and bad.zk.epoch == pre.zk.epoch + 1
+    assert bad.nodes[2].zk_active and bad.zk.epoch_holders[bad.zk.epoch] == 2
+
+
+def effect_entity_config_write_unchecked():
+    """A1's IncrementalAlterConfigs reaches B2, whose cache still names B1, after C3 claimed
+    /controller: the shipped broker reads /controller, finds the KRaft controller and refuses
+    with STALE_CONTROLLER_EPOCH (MG-6); the variant writes the config at once."""
+    pre, good, bad = both("zk-migration", "entity-config-write-unchecked",
+                          [S("controller_claims_zk_leadership", 2)], S("client_sends_request", 0))
+    assert pre.nodes[1].known_controller == 0 and pre.zk.controller == 2
+    assert good.clients[0].responses == (Response(kafka.STALE_CONTROLLER_EPOCH),)
+    assert good.zk.writes == ()
+    assert bad.clients[0].responses == (Response(kafka.NONE),)
+    (w,) = bad.zk.writes
+    assert (w.writer, w.zk_holder, w.routed_locally) == (1, 2, True)
+
+
+def effect_entity_config_check_passes_recreated_controller():
+    """B2 read B1's /controller, then C3 re-created it: the shipped (fixed) check fails and
+    the client gets STALE_CONTROLLER_EPOCH; Kafka 3.8.0's dataVersion check passes and the
+    write lands under C3's epoch."""
+    pre, good, bad = both("zk-migration", "entity-config-check-passes-recreated-controller",
+                          [S("client_sends_request", 0), S("controller_claims_zk_leadership", 2)],
+                          S("broker_writes_entity_config", 1))
+    assert pre.nodes[1].config_writes == ((0, 1),) and pre.zk.epoch_version == 2
+    assert good.zk.writes == () and good.nodes[1].config_writes == ()
+    assert good.clients[0].responses == (Response(kafka.STALE_CONTROLLER_EPOCH),)
+    (w,) = bad.zk.writes
+    assert (w.writer, w.zk_holder) == (1, 2)
+    assert bad.clients[0].responses == (Response(kafka.NONE),)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -629,6 +669,10 @@ EFFECTS = {
     "describe-lists-fenced-brokers": effect_describe_lists_fenced_brokers,
     "broker-info-not-cached": effect_broker_info_not_cached,
     "broker-info-update-races-registration": effect_broker_info_update_races_registration,
+    "claims-before-brokers-ready": effect_claims_before_brokers_ready,
+    "entity-config-write-unchecked": effect_entity_config_write_unchecked,
+    "entity-config-check-passes-recreated-controller":
+        effect_entity_config_check_passes_recreated_controller,
 }
 
 

@@ -15,6 +15,12 @@ Each node is a process with Kafka's parts:
   ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``;
 - with KRaft broker registration: a broker's ``BrokerLifecycleManager`` (BL-1..BL-12) and a
   controller's ``ClusterControlManager`` (BR-1..BR-13, BH-1..BH-11), the leader's active;
+- in a ZK-to-KRaft migration: a KRaft controller next to the ZK brokers
+  (``impl/zk_migration``) that claims /controller once every broker runs the new IBP (MG-5),
+  receives their EnvelopeRequests on its controller listener and dual-writes them to ZooKeeper;
+  a broker forwards only with migration on and an IBP >= 3.4-IV0 (MG-1), IncrementalAlterConfigs
+  only to a KRaft controller (F-6), and writes it itself otherwise, behind reads of /controller
+  and a CheckOp (MG-6); an operator's second rolling bounce raises a broker's IBP;
 - with ZooKeeper broker registration: each ZK broker's /brokers/ids/<id> (ZB-1..ZB-10), from
   ``KafkaServer.createBrokerInfo`` over its current (dynamically updated) advertised listeners,
   registered again after a session expiry, rewritten by an operator's listener update; a ZK
@@ -48,7 +54,10 @@ from impl.cluster.observation import (BrokerRegistrationView, ClientResult, Clus
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
 from impl.cluster.wiring import (BROKER_INFO_NOT_CACHED, BROKER_INFO_UPDATE_RACES_REGISTRATION,
-                                 KAFKA_REGISTRATION_NO_RECHECK, REGISTERS_UNRESOLVED_ENDPOINTS,
+                                 CLAIMS_BEFORE_BROKERS_READY,
+                                 ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER,
+                                 ENTITY_CONFIG_WRITE_UNCHECKED, KAFKA_REGISTRATION_NO_RECHECK,
+                                 MIGRATION_BUGS, REGISTERS_UNRESOLVED_ENDPOINTS,
                                  REGISTRATION_BUGS, ZK_REGISTRATION_BUGS, Acls, ClusterWiring,
                                  Conn, Node)
 
@@ -61,7 +70,8 @@ class Cluster(ClusterSteps, ClusterObservation, ClusterWiring):
 __all__ = [
     "Cluster", "STEPS", "FAULTS", "KAFKA_REGISTRATION_NO_RECHECK", "REGISTRATION_BUGS",
     "REGISTERS_UNRESOLVED_ENDPOINTS", "ZK_REGISTRATION_BUGS", "BROKER_INFO_NOT_CACHED",
-    "BROKER_INFO_UPDATE_RACES_REGISTRATION",
+    "BROKER_INFO_UPDATE_RACES_REGISTRATION", "MIGRATION_BUGS", "CLAIMS_BEFORE_BROKERS_READY",
+    "ENTITY_CONFIG_WRITE_UNCHECKED", "ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
     "ZkBrokerRegistrationView",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",

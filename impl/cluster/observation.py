@@ -24,7 +24,11 @@ the cluster).
   /brokers/ids znodes decoded from their JSON (ZB-3, with the czxid, the broker epoch, ZB-4),
   and what a ZK broker holds: the version of its listeners configuration and the endpoints of
   its KafkaController's BrokerInfo (ZB-7, ZB-9); ``advertised_version`` (from the wiring) tells
-  which version of a node's listeners configuration advertised an endpoint.
+  which version of a node's listeners configuration advertised an endpoint;
+- in a ZK-to-KRaft migration (read through ``zkc`` and the wiring): ``zkc.process(n)``, each
+  node's ZooKeeper side (a ZK broker's ``KafkaController`` and metadata cache, with its pending
+  entity-config writes, MG-6; the KRaft controller's ZooKeeper leadership, MG-5), and
+  ``api_forwarding_enabled(n)``, whether a broker's IBP lets it forward (F-4, MG-1).
 """
 from __future__ import annotations
 
@@ -101,6 +105,7 @@ class MessageView:
     listener: str
     client: str = ""            # Envelope: the inner request's client id
     api_version: int = -1       # EnvelopeRequest: the inner request's version
+    api_key: int = -1           # EnvelopeRequest: the inner request's API key
     hops: int = 1
     sender_principal: str = ""  # requests: the sending connection's principal name
     error: int = 0              # responses: the top-level error code
@@ -216,6 +221,7 @@ class ClusterObservation:
                 return MessageView(m.id, "EnvelopeRequest", m.src, m.dst, m.listener,
                                    client=inner_header["ClientId"],
                                    api_version=inner_header["RequestApiVersion"],
+                                   api_key=inner_header["RequestApiKey"],
                                    sender_principal=principal)
             if m.api_key == CONTROLLER_REGISTRATION:
                 return MessageView(m.id, "ControllerRegistrationRequest", m.src, m.dst,

@@ -28,6 +28,13 @@ a bug in the implementation and propagates.  The handlers and the helpers only t
 - ZooKeeper broker registration: a ZK broker's ``RegisterBrokerAndReelect`` sends the create
   of /brokers/ids/<id> with its cached BrokerInfo and ZooKeeper applies it (ZB-4..ZB-7); a
   restart waits for the old session's znode to go (ZB-5);
+- the ZK-to-KRaft migration: a ZK broker of a migration routes IncrementalAlterConfigs by F-6
+  and, when it processes it itself, writes in two steps -- the reads of /controller with the
+  request, the multi as ``broker_writes_entity_config`` (MG-6, MG-7); a broker on an IBP below
+  3.4-IV0 writes ZooKeeper itself (F-4, MG-1) until ``operator_bumps_ibp``; the KRaft
+  controller claims /controller (``controller_claims_zk_leadership``, MG-5), handles the
+  brokers' envelopes on its controller listener (F-28..F-30) and dual-writes them
+  (``controller_processes_event``);
 - time: ``clock_ticks`` and the channel deadlines due in the current tick (F-16, F-19);
 - faults (``FAULTS``, budgeted like the model's bounds): lost messages, crashes, restarts, ZK
   session expiries, elections, and an operator's dynamic listener update (ZB-9).
@@ -57,6 +64,7 @@ from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, NETWORK_EXCEPTIO
                                   TOPIC_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION)
 from impl.protocol.principal import KafkaPrincipal
 from impl.sim import REQUEST, RESPONSE, Event, Message
+from impl.cluster.wiring import ENTITY_CONFIG_WRITE_UNCHECKED
 from impl.zk_controller import acl_mutation, config_mutation
 
 # the ACL each mutation needs: (operation, resource type), and the error when denied
@@ -83,6 +91,7 @@ STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_
          "node_discards_stale_response", "controller_processes_event",
          "controller_commits_records", "node_replays_record", "broker_handles_session_expiry",
          "broker_sends_zk_registration", "zk_creates_broker_znode",
+         "broker_writes_entity_config", "controller_claims_zk_leadership", "operator_bumps_ibp",
          "broker_elects_controller", "controller_becomes_leader", "clock_ticks",
          "zk_expires_session", "network_drops_message", "node_crashes", "node_restarts",
          "operator_updates_listeners")
@@ -237,9 +246,14 @@ class ClusterSteps:
             self._controller_handles_mutation(c.node_id, data, ctx, ("client", name))
         else:
             zb = self.zkc.brokers[c.node_id]
+            forwards = node.forwarding is not None                      # F-4, MG-1
             if zb.is_active:
                 self._controller_handles_mutation(c.node_id, data, ctx, ("client", name))
-            elif not self.config.zk_forwarding:
+            elif (self.config.migration and c.api_key == INCREMENTAL_ALTER_CONFIGS
+                  and not (forwards and zb.known_controller_kraft)):
+                # F-6: IncrementalAlterConfigs is forwarded only to a KRaft controller
+                self._broker_processes_entity_config(c.node_id, data, ctx, name)
+            elif not forwards:
                 self._broker_writes_zk(c.node_id, data, ctx, name)
             else:
                 self._forward(c, node, data, ctx)
@@ -328,14 +342,7 @@ class ClusterSteps:
                 self._reply_mutation(n, reply, header, body, r.error_code)
             return
         tag = header["ClientId"]
-        topic = f"topic-{tag}"
-        if key == CREATE_ACLS:
-            mutation = acl_mutation(tag, "Topic", topic, [{"principal": "User:reader",
-                                                           "operation": "Read"}])
-        else:
-            # CreateTopics writes the topic's config znode with its assignment (AdminZkClient);
-            # IncrementalAlterConfigs writes /config/topics/<name>.
-            mutation = config_mutation(tag, "topics", topic, {"retention.ms": "60000"})
+        mutation = self._mutation_of(key, tag)
         self._zk_waiters[(n, tag)] = (reply, header, body)
         self.zkc.controller_accepts_mutation(n, mutation)
 
@@ -426,16 +433,54 @@ class ClusterSteps:
         self._controller_handles_mutation(n, decision.inner_request_bytes,
                                           decision.inner_context, reply)
 
+    def _mutation_of(self, key: int, tag: str):
+        """The ZooKeeper write of client ``tag``'s mutation: CreateAcls an ACL znode, the
+        others its topic's config znode (CreateTopics writes the topic's config znode with its
+        assignment, AdminZkClient; IncrementalAlterConfigs /config/topics/<name>)."""
+        topic = f"topic-{tag}"
+        if key == CREATE_ACLS:
+            return acl_mutation(tag, "Topic", topic, [{"principal": "User:reader",
+                                                       "operation": "Read"}])
+        return config_mutation(tag, "topics", topic, {"retention.ms": "60000"})
+
     def _broker_writes_zk(self, n: int, data: bytes, ctx: RequestContext, name: str) -> None:
+        """A ZK broker that does not forward (F-4; an IBP below 3.4-IV0 in a migration, MG-1)
+        handles a mutation itself (F-5, Z-5): CreateAcls through ``AclAuthorizer`` (no
+        /controller check), a config through ``setOrCreateEntityConfigs`` in one go."""
         header, body = parse_request(data)
         key = header["RequestApiKey"]
         if not self._authorized_mutation(ctx.principal, key):
             self._respond(name, ClientResult(DENIED[key]))
             return
-        code = self.zkc.broker_writes_zk(n, config_mutation(name, "topics", f"topic-{name}",
-                                                            {"retention.ms": "60000"}),
-                                         self.now_ms)
+        mutation = self._mutation_of(key, name)
+        if key == CREATE_ACLS:
+            code = self.zkc.brokers[n].write_acls_directly(mutation, self.now_ms)
+        else:
+            code = self.zkc.broker_writes_zk(n, mutation, self.now_ms)
         self._respond(name, ClientResult(code))
+
+    def _broker_processes_entity_config(self, n: int, data: bytes, ctx: RequestContext,
+                                        name: str) -> None:
+        """F-6, MG-6: a ZK broker of a migration processes IncrementalAlterConfigs itself
+        (``ZkAdminManager`` -> ``setOrCreateEntityConfigs``): authorization (F-7), then the
+        reads of /controller -- STALE_CONTROLLER_EPOCH at once when there is none or it names a
+        KRaft controller; otherwise the multi is sent later (``broker_writes_entity_config``).
+        With the injected bug entity-config-write-unchecked the write happens at once,
+        unchecked (before KAFKA-16539)."""
+        header, body = parse_request(data)
+        key = header["RequestApiKey"]
+        if not self._authorized_mutation(ctx.principal, key):
+            self._respond(name, ClientResult(DENIED[key]))
+            return
+        zb = self.zkc.brokers[n]
+        mutation = self._mutation_of(key, name)
+        if ENTITY_CONFIG_WRITE_UNCHECKED in self.bugs:
+            self._respond(name, ClientResult(zb.write_entity_config_unchecked(mutation,
+                                                                              self.now_ms)))
+            return
+        code = zb.start_entity_config_write(mutation, self.now_ms)
+        if code is not None:
+            self._respond(name, ClientResult(code))
 
     # ---- the network -----------------------------------------------------------------------------
 
@@ -880,9 +925,11 @@ class ClusterSteps:
         return True
 
     def _ev_controller_processes_event(self, n: int, dry: bool) -> bool:
+        """Z-2, Z-3: a ZK controller's next queued mutation, written behind the epoch CheckOp;
+        in a migration also the KRaft controller's, dual-written under its claimed epoch."""
         if self.kraft or self._node(n) is None:
             return False
-        zb = self.zkc.brokers[n]
+        zb = self.zkc.process(n)
         if not zb.alive or not zb.events:
             return False
         if dry:
@@ -929,7 +976,7 @@ class ClusterSteps:
         if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
-        if not zb.alive or not zb.session_expired:
+        if zb is None or not zb.alive or not zb.session_expired:
             return False
         if not dry:
             self.zkc.broker_handles_session_expiry(n, self.now_ms)
@@ -980,11 +1027,60 @@ class ClusterSteps:
             self.zkc.operator_updates_listeners(n, info, self.now_ms)
         return True
 
+    def _ev_broker_writes_entity_config(self, n: int, dry: bool) -> bool:
+        """MG-6: the broker's pending entity-config multi reaches ZooKeeper: {CheckOp(s),
+        SetData} (MG-7 for Kafka 3.8.0's check); the client gets its answer."""
+        if self.kraft or not self.config.migration or self._node(n) is None:
+            return False
+        zb = self.zkc.brokers[n]
+        if zb is None or not zb.alive or not zb.config_writes:
+            return False
+        if dry:
+            return True
+        name, code = self.zkc.broker_writes_entity_config(n, self.now_ms)
+        if name in self.results and not self.results[name]:
+            self._respond(name, ClientResult(code))
+        return True
+
+    def _ev_controller_claims_zk_leadership(self, c: int, dry: bool) -> bool:
+        """MG-5: the KRaft controller's migration driver, past WAIT_FOR_BROKERS, claims
+        ZooKeeper leadership (``tryRegisterKRaftControllerAsActiveController``).  A failed
+        claim is only logged, as in Kafka: the step was taken."""
+        if self.kraft or not self.config.migration or c not in self.zkc.kraft_controllers:
+            return False
+        if not self.zkc.kraft_controllers[c].claim_due:
+            return False
+        if not dry:
+            self.zkc.controller_claims_zk_leadership(c, self.now_ms)
+        return True
+
+    def _ev_operator_bumps_ibp(self, n: int, dry: bool) -> bool:
+        """The second rolling bounce (KIP-590 Compatibility, MG-1): an operator restarts a
+        broker still on an IBP below 3.4-IV0 with inter.broker.protocol.version 3.4-IV0 or
+        later, gracefully -- when it is not the controller and has nothing in flight: no
+        entity-config write pending, its controller channel idle."""
+        if self.kraft or not self.config.migration:
+            return False
+        node = self._node(n)
+        if node is None or node.role != "broker" or not node.alive:
+            return False
+        zb = self.zkc.brokers[n]
+        if (not node.listeners.migration_enabled or self.api_forwarding_enabled(n)
+                or zb.is_active or zb.config_writes):
+            return False
+        ch = node.channel
+        if ch is not None and (ch.queue or ch.inflight_request is not None):
+            return False
+        if not dry:
+            self.bump_inter_broker_protocol(n)
+        return True
+
     def _ev_broker_elects_controller(self, n: int, dry: bool) -> bool:
         if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
-        if not zb.alive or zb.session_expired or zb.is_active or self.zkc.controller() >= 0:
+        if zb is None or not zb.alive or zb.session_expired or zb.is_active or \
+                self.zkc.controller() >= 0:
             return False
         if not dry:
             self.zkc.broker_elects_controller(n, self.now_ms)
@@ -1047,7 +1143,7 @@ class ClusterSteps:
         if self.kraft or self._node(n) is None:
             return False
         zb = self.zkc.brokers[n]
-        if zb.session_expired or zb.session_id is None or \
+        if zb is None or zb.session_expired or zb.session_id is None or \
                 not self.zkc.zk.is_session_alive(zb.session_id):
             return False
         if not dry:
@@ -1124,7 +1220,10 @@ class ClusterSteps:
             return False
         if not self.kraft:
             zb = self.zkc.brokers[n]
-            if self.zkc.controller() == n and not zb.session_expired:
+            expired = zb is not None and zb.session_expired
+            # the process holding /controller comes back only once its session has expired
+            # (a KRaft controller's persistent /controller never goes: as in the model)
+            if self.zkc.controller() == n and not expired:
                 return False
             if self.config.zk_broker_registration and \
                     self.zkc.registered_brokers().get(n) is not None:

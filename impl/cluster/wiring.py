@@ -33,7 +33,7 @@ Restarting a node (``node_restarts``, in ``steps``) goes through the same start-
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from impl import config as listener_config
 from impl.broker_registration import (MV_3_7_IV2, ClusterControlManager, register_broker_record,
@@ -43,13 +43,16 @@ from impl.cluster_config import KRAFT_MODE, ClientConfig, ClusterConfig, NodeCon
 from impl.context import ControllerInfo
 from impl.forwarding import KRAFT_CONTROLLER, ZK_BROKER, EnvelopeReceiver, ForwardingManager
 from impl.kraft import ClusterAuthorizer, QuorumController, RaftQuorum, register_controller_record
+from impl.protocol.api_keys import INCREMENTAL_ALTER_CONFIGS
 from impl.lifecycle import (BROKER_HEARTBEAT_INTERVAL_MS, BROKER_SESSION_TIMEOUT_MS,
                             BrokerLifecycleManager, broker_listener_info)
 from impl.protocol.principal import KafkaPrincipal
 from impl.registration import ControllerRegistrationManager, listener_info
 from impl.sim import Network
-from impl.zk_controller import (DEFAULT_INTER_BROKER_PROTOCOL_VERSION, BrokerInfo, KafkaZkClient,
-                                 ZkCluster, create_broker_info)
+from impl.zk_controller import (CHECK_CONTROLLER_DATA_VERSION, CHECK_CONTROLLER_EPOCH,
+                                 DEFAULT_INTER_BROKER_PROTOCOL_VERSION, BrokerInfo, KafkaZkClient,
+                                 ZkCluster, config_mutation, create_broker_info,
+                                 is_api_forwarding_enabled)
 
 # ``ClusterConfig.bugs`` this cluster honours besides ``skip-check-op`` (the ZK controller writes
 # without the CheckOp, Z-2): Kafka's shipped ControllerRegistrationManager logic where the
@@ -80,6 +83,25 @@ BROKER_INFO_UPDATE_RACES_REGISTRATION = "broker-info-update-races-registration"
 ZK_REGISTRATION_BUGS = {BROKER_INFO_NOT_CACHED: "broker_info_not_cached",
                         BROKER_INFO_UPDATE_RACES_REGISTRATION:
                             "broker_info_update_races_registration"}
+
+# ``ClusterConfig.bugs`` of the ZK-to-KRaft migration, named after the model's variants:
+#   claims-before-brokers-ready: the KRaft controller's migration driver claims /controller
+#   without waiting for every ZK broker to register with it (WAIT_FOR_BROKERS skipped), so a
+#   broker still on an IBP below 3.4-IV0 goes on writing ZooKeeper itself (MG-1, MG-5);
+#   entity-config-write-unchecked: a ZK broker writes an entity config with no /controller
+#   check, only "some /controller exists" (before KAFKA-16539, T-11);
+#   entity-config-check-passes-recreated-controller: Kafka 3.8.0's setOrCreateEntityConfigs,
+#   whose CheckOp compares /controller's dataVersion -- 0 again once the KRaft controller's
+#   claim re-created it (MG-7; docs/findings/entity-config-check-aba.md).  Default: the fixed
+#   design, which also checks the /controller_epoch zkVersion read before /controller.
+CLAIMS_BEFORE_BROKERS_READY = "claims-before-brokers-ready"
+ENTITY_CONFIG_WRITE_UNCHECKED = "entity-config-write-unchecked"
+ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER = "entity-config-check-passes-recreated-controller"
+MIGRATION_BUGS = (CLAIMS_BEFORE_BROKERS_READY, ENTITY_CONFIG_WRITE_UNCHECKED,
+                  ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER)
+
+# the inter.broker.protocol.version an operator's second rolling bounce sets (MG-1)
+MIGRATION_INTER_BROKER_PROTOCOL_VERSION = "3.7-IV0"
 
 # the operator's dynamic listener update number v advertises every listener at its configured
 # port + v * DYNAMIC_PORT_STEP (a port-0 listener keeps port 0 under a host of its own per update)
@@ -304,12 +326,42 @@ class ClusterWiring:
         return None
 
     def _controller_listener(self, node_id: int) -> str:
-        """L-29: brokers reach the controller on its controller listener (KRaft) or on its
-        privileged inter-broker listener (ZK)."""
+        """L-29: brokers reach the controller on its controller listener (KRaft, and a KRaft
+        controller of a migration, MG-2) or on its privileged inter-broker listener (ZK)."""
         lc = self.nodes[node_id].listeners
-        if self.kraft:
+        if self.kraft or self.nodes[node_id].role == "controller":
             return lc.controller_listener_names[0]
         return lc.privileged_listener_name
+
+    def _zk_broker_controller_info(self, n: int) -> ControllerInfo | None:
+        """``MetadataCacheControllerNodeProvider.getControllerInfo`` of ZK broker ``n`` (MG-2):
+        a ``ZkCachedControllerId`` is that broker on its privileged listener; a
+        ``KRaftCachedControllerId`` the Raft leader on the first of this broker's own
+        ``controller.listener.names``; none: None."""
+        zb = self.zkc.brokers[n]
+        c = zb.known_controller
+        if c < 0:
+            return None
+        if zb.known_controller_kraft:
+            return ControllerInfo(c, self.nodes[n].listeners.controller_listener_names[0].strip())
+        return self._controller_info(c)
+
+    def api_forwarding_enabled(self, n: int) -> bool:
+        """F-4, MG-1: node ``n``'s current server.properties enable API forwarding
+        (``zookeeper.metadata.migration.enable`` and an IBP >= 3.4-IV0)."""
+        node = self.nodes[n]
+        props = node.spec.props()
+        return is_api_forwarding_enabled(
+            node.listeners.migration_enabled,
+            props.get("inter.broker.protocol.version", DEFAULT_INTER_BROKER_PROTOCOL_VERSION))
+
+    def zk_brokers_registered_with_kraft(self) -> bool:
+        """The KRaft controller's WAIT_FOR_BROKERS test: every ZK broker has registered with
+        it -- which a ZK broker's BrokerLifecycleManager does (``isMigratingZkBroker``, BL-13,
+        KAFKA-14448) only when it runs migration mode with an IBP >= 3.4-IV0, the same
+        condition as forwarding (MG-1).  The registrations are taken as made at start-up."""
+        return all(self.api_forwarding_enabled(n) for n, node in self.nodes.items()
+                   if node.role == "broker")
 
     def _channel_for(self, node_id: int, retry_ms: int, provider) -> ControllerChannel:
         return ControllerChannel(
@@ -321,14 +373,42 @@ class ClusterWiring:
     def _start_zk(self) -> None:
         cfg = self.config
         switches = {flag: True for bug, flag in ZK_REGISTRATION_BUGS.items() if bug in self.bugs}
+        kraft = [n for n, node in self.nodes.items() if node.role == "controller"]
+        if kraft and not cfg.migration:
+            raise ValueError(f"{cfg.name}: KRaft controllers in ZK mode only in a migration")
+        if ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER in self.bugs:
+            check = CHECK_CONTROLLER_DATA_VERSION
+        else:
+            check = CHECK_CONTROLLER_EPOCH
         self.zkc = ZkCluster(len(cfg.nodes), initial_controller=cfg.initial_controller,
                              check_epoch_zk_version="skip-check-op" not in self.bugs,
                              session_timeout_ms=18_000,
                              create_broker_info=(self.create_broker_info
                                                  if cfg.zk_broker_registration else None),
+                             entity_config_check=check, kraft_controllers=kraft,
+                             brokers_ready=self.zk_brokers_registered_with_kraft,
+                             claims_before_brokers_ready=(
+                                 CLAIMS_BEFORE_BROKERS_READY in self.bugs),
                              **switches)
+        self._create_altered_topics()
         for n in self.nodes:
             self._start_zk_broker(n)
+
+    def _create_altered_topics(self) -> None:
+        """The topics the clients' IncrementalAlterConfigs alter exist (an admin created them
+        before the run): ``/config/topics/<topic>`` holds their (empty) configs, as
+        ``AdminZkClient.createTopicWithAssignment`` left them.  Kafka answers
+        UNKNOWN_TOPIC_OR_PARTITION for a missing topic, which the model does not have."""
+        topics = [f"topic-{c.name}" for c in self.config.clients
+                  if c.api_key == INCREMENTAL_ALTER_CONFIGS]
+        if not topics:
+            return
+        admin = KafkaZkClient(self.zkc.zk)
+        admin.connect(self.now_ms)
+        for topic in topics:
+            m = config_mutation(None, "topics", topic, {})
+            admin.create_recursive(m.path, self.now_ms, m.data, throw_if_path_exists=False)
+        self.zkc.zk.close_session(admin.session_id, self.now_ms)
 
     # ---- ZooKeeper broker registration (ZB-1..ZB-10) -------------------------------------------
 
@@ -383,15 +463,55 @@ class ClusterWiring:
         node.listener_versions.append(lc.advertised_broker_listeners)
 
     def _start_zk_broker(self, n: int) -> None:
+        """``KafkaServer.startup`` of ZK broker ``n`` (or, in a migration, the KRaft
+        controller's ``ControllerServer``): the controller channel, and a ForwardingManager on
+        it only if API forwarding is enabled (F-4, MG-1)."""
+        node = self.nodes[n]
+        if node.role == "controller":
+            self._start_migration_controller(n)
+            return
+        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
+                                         lambda: self._zk_broker_controller_info(n))
+        self._enable_forwarding(n)
+        node.incarnations.append(node.run)
+
+    def _enable_forwarding(self, n: int) -> None:
+        """The ForwardingManager (F-4) and KafkaApis' envelope receiving side (F-23: forwarding
+        enabled) as node ``n``'s current server.properties make them."""
         node = self.nodes[n]
         zb = self.zkc.brokers[n]
-        node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
-                                         lambda: self._controller_info(zb.known_controller))
-        node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
+        forwards = self.api_forwarding_enabled(n)
+        node.forwarding = (ForwardingManager(node.channel,
+                                             principal_serde=node.spec.principal_serde)
+                           if forwards else None)
         node.receiver = EnvelopeReceiver(
-            role=ZK_BROKER, authorizer=self.acls, forwarding_enabled=self.config.zk_forwarding,
+            role=ZK_BROKER, authorizer=self.acls, forwarding_enabled=forwards,
             principal_serde=node.spec.principal_serde, is_active_controller=lambda: zb.is_active)
+
+    def _start_migration_controller(self, n: int) -> None:
+        """A KRaft controller of a migration: ``ControllerApis``' envelope receiving side
+        (F-28..F-30) on its controller listener; its ``KRaftMigrationController`` is in
+        ``zkc.kraft_controllers``."""
+        node = self.nodes[n]
+        node.channel = None
+        node.forwarding = None
+        node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
+                                         principal_serde=node.spec.principal_serde)
         node.incarnations.append(node.run)
+
+    def bump_inter_broker_protocol(self, n: int) -> None:
+        """The operator's second rolling bounce of broker ``n`` (KIP-590 Compatibility; model:
+        operator_bumps_ibp): its server.properties get ``inter.broker.protocol.version``
+        MIGRATION_INTER_BROKER_PROTOCOL_VERSION, validated as a whole (L-0..L-27), and the
+        restarted ``KafkaServer`` has a ForwardingManager (MG-1).  The bounce is graceful and
+        taken as one step, as the model takes it: the rest of the broker -- its ZooKeeper
+        session, KafkaController, metadata cache, controller channel -- carries over."""
+        node = self.nodes[n]
+        props = dict(node.spec.props())
+        props["inter.broker.protocol.version"] = MIGRATION_INTER_BROKER_PROTOCOL_VERSION
+        node.listeners = listener_config.validate(props)
+        node.spec = replace(node.spec, properties=tuple(props.items()))
+        self._enable_forwarding(n)
 
     def _start_kraft(self) -> None:
         cfg = self.config

@@ -151,8 +151,11 @@ def _expired_item(S: Sym, cfg: ModelConfig, d: Design, n: int):
 
 
 def _has_target_listener(cfg: ModelConfig, p: int) -> bool:
+    """Node ``p`` has the listener broker-to-controller traffic to it uses (model:
+    target_listener, L-29, MG-2: a KRaft controller's controller listener, a ZK broker's
+    inter-broker listener)."""
     from model.config import CONTROLLER_LISTENER, INTER_BROKER_LISTENER
-    role = CONTROLLER_LISTENER if cfg.mode == KRAFT else INTER_BROKER_LISTENER
+    role = CONTROLLER_LISTENER if cfg.nodes[p].role == CONTROLLER else INTER_BROKER_LISTENER
     return cfg.node_listener(p, role) is not None
 
 
@@ -308,7 +311,7 @@ def _receive_envelope(S: Sym, cfg: ModelConfig, d: Design, r: int, req, version,
     privileged = FALSE if plst is None else Eq(listener, cfg.listener_index(plst.name))
     # the checks in order: (condition, outcome); the first that holds decides
     checks = []
-    if cfg.mode == ZK:
+    if cfg.mode == ZK and cfg.nodes[r].role == BROKER:
         if not cfg.zk_forwarding or not cfg.nodes[r].principal_serde:
             return _close_connection(S, cfg, reply)                                   # F-23
         if not d.envelope_any_listener:
@@ -429,11 +432,19 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
             live = _receive_envelope(S, cfg, d, n, c, version, 1, listener,
                                      principal_index(cfg, spec.principal), reply)
         elif cfg.mode == ZK:
-            if (d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch
-                    or not cfg.zk_forwarding):
-                other = _broker_writes_zk(S, cfg, d, n, c)                             # F-5, Z-5
+            forwards = _broker_forwards(S, cfg, n)
+            if d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch:
+                other = _broker_writes_zk(S, cfg, d, n, c, routed_locally=Not(forwards))
             else:
-                other = _broker_forwards_request(S, n, c)                              # F-3
+                other = ite(forwards, _broker_forwards_request(S, n, c),               # F-3
+                            _broker_writes_zk(S, cfg, d, n, c, routed_locally=True))   # F-5, Z-5
+            if cfg.migration and spec.api == kafka.INCREMENTAL_ALTER_CONFIGS:
+                # F-6: forwarded only to a KRaft controller; processed here otherwise
+                if d.entity_config_write_unchecked:
+                    here = _broker_writes_zk(S, cfg, d, n, c, routed_locally=True)     # T-11
+                else:
+                    here = _broker_reads_controller_znode(S, cfg, d, n, c)             # MG-6
+                other = ite(Not(And(forwards, _kraft_controller_cached(S, cfg, n))), here, other)
             live = ite(S.node(n, "zk_active"),
                        _controller_handles_client_mutation(S, cfg, d, n, c, reply), other)
         elif cfg.nodes[n].role == BROKER:
@@ -441,6 +452,18 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
         else:
             live = _controller_handles_client_mutation(S, cfg, d, n, c, reply)         # D-7
     return enabled, ite(S.node(n, "alive"), live, dead)
+
+
+def _broker_forwards(S: Sym, cfg: ModelConfig, n: int):
+    """F-4, MG-1: a ZK broker forwards iff forwarding is on and its IBP is at least 3.4-IV0
+    (model: broker_forwards)."""
+    return And(cfg.zk_forwarding, Not(S.node(n, "legacy_ibp")))
+
+
+def _kraft_controller_cached(S: Sym, cfg: ModelConfig, n: int):
+    """F-6, MG-3: node n's metadata cache names a KRaft controller (model:
+    kraft_controller_cached)."""
+    return _is_kraft_controller(cfg, S.node(n, "known_controller"))
 
 
 def _broker_forwards_request(S: Sym, n: int, c: int) -> Sym:
@@ -467,8 +490,10 @@ def _epoch_holder(S: Sym, epoch):
     return out
 
 
-def _broker_writes_zk(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sym:
-    """Z-5: a non-controller ZK broker writes configs/ACLs itself (last writer wins)."""
+def _broker_writes_zk(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int,
+                      routed_locally=False) -> Sym:
+    """Z-5: a non-controller ZK broker writes configs/ACLs itself (last writer wins);
+    ``routed_locally`` (a term or a bool): Kafka's routing leaves the request to it."""
     spec = cfg.clients[c]
     if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
         return _respond(S, cfg, c, kafka.API_DENIED_ERROR[spec.api])
@@ -477,9 +502,27 @@ def _broker_writes_zk(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sy
     believed = S["zk.epoch"] if d.brokers_write_zk_under_controller_epoch else -1
     write = {"req": c, "writer": n, "writer_epoch": believed, "zk_epoch": S["zk.epoch"],
              "via_envelope": False, "privileged": False, "sender_cluster_action": False,
-             "zk_holder": _epoch_holder(S, S["zk.epoch"])}
+             "zk_holder": _epoch_holder(S, S["zk.epoch"]), "routed_locally": routed_locally}
     done = _respond(S.seq_append("zk.writes", write), cfg, c, kafka.NONE)
     return ite(Eq(S["zk.controller"], NO_NODE), none, done)
+
+
+def _is_kraft_controller(cfg: ModelConfig, x):
+    """``x != NO_NODE and cfg.nodes[x].role == CONTROLLER`` for a node index term."""
+    return Or(*(Eq(x, p) for p in cfg.controllers()))
+
+
+def _broker_reads_controller_znode(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sym:
+    """MG-6, first half: read /controller before the entity-config write; none, or a KRaft
+    controller's, fails with STALE_CONTROLLER_EPOCH; a ZK controller's is remembered with the
+    /controller_epoch zkVersion for the multi's CheckOp (model: _broker_reads_controller_znode)."""
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        return _respond(S, cfg, c, kafka.API_DENIED_ERROR[spec.api])                  # F-7
+    owner = S["zk.controller"]
+    refused = _respond(S, cfg, c, kafka.STALE_CONTROLLER_EPOCH)
+    read = S.seq_append(f"n{n}.cw", {"req": c, "version": S["zk.epoch_version"]})
+    return ite(Or(Eq(owner, NO_NODE), _is_kraft_controller(cfg, owner)), refused, read)
 
 
 # --------------------------------------------------------------------------------------------
@@ -817,7 +860,7 @@ def broker_handles_session_expiry(S: Sym, cfg: ModelConfig, d: Design, n: int):
 
 
 def broker_elects_controller(S: Sym, cfg: ModelConfig, d: Design, n: int):
-    if cfg.mode != ZK:
+    if cfg.mode != ZK or cfg.nodes[n].role != BROKER:
         return FALSE, S
     enabled = And(S.node(n, "alive"), Not(S.node(n, "session_expired")),
                   Not(S.node(n, "zk_active")), Eq(S["zk.controller"], NO_NODE),
@@ -860,6 +903,61 @@ def controller_becomes_leader(S: Sym, cfg: ModelConfig, d: Design, c: int):
     return enabled, S2
 
 
+# --------------------------------------------------------------------------------------------
+# ZK-to-KRaft migration (MG-1..MG-7)
+
+
+def broker_writes_entity_config(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    """MG-6, second half: the multi {CheckOp(/controller, the version read), SetData}; under
+    entity-config-check-passes-recreated-controller (MG-7) any /controller passes."""
+    if f"n{n}.cw.len" not in S.lay.sorts:       # not a broker of a migration: never queued
+        return FALSE, S
+    enabled = And(S.node(n, "alive"), S.node(n, "cw.len") > 0)
+    c, version = S[f"n{n}.cw.0.req"], S[f"n{n}.cw.0.version"]
+    S1 = S.seq_pop_front(f"n{n}.cw")
+    zk_has = Not(Eq(S["zk.controller"], NO_NODE))
+    if d.entity_config_check_passes_recreated_controller:
+        passes = zk_has
+        code = kafka.UNKNOWN_SERVER_ERROR       # a KeeperException from the multi (MG-7a)
+    else:
+        passes = And(zk_has, Eq(S["zk.epoch_version"], version))
+        code = kafka.STALE_CONTROLLER_EPOCH
+    failed = _respond(S1, cfg, c, code, when=_waiting(S1, c))
+    write = {"req": c, "writer": n, "writer_epoch": -1, "zk_epoch": S["zk.epoch"],
+             "via_envelope": False, "privileged": False, "sender_cluster_action": False,
+             "zk_holder": _epoch_holder(S, S["zk.epoch"]), "routed_locally": True}
+    wrote = S1.seq_append("zk.writes", write)
+    wrote = _respond(wrote, cfg, c, kafka.NONE, when=_waiting(wrote, c))
+    return enabled, ite(passes, wrote, failed)
+
+
+def controller_claims_zk_leadership(S: Sym, cfg: ModelConfig, d: Design, c: int):
+    """MG-5: the KRaft controller claims /controller and bumps /controller_epoch in one multi,
+    once no broker runs the old IBP (MG-1; claims-before-brokers-ready: at once)."""
+    if not cfg.migration or cfg.nodes[c].role != CONTROLLER:
+        return FALSE, S
+    enabled = And(S.node(c, "alive"), Not(S.node(c, "zk_active")))
+    if not d.claims_before_brokers_ready:
+        enabled = And(enabled, *(Not(S.node(x, "legacy_ibp")) for x in range(len(cfg.nodes))))
+    epoch = S["zk.epoch"] + 1
+    version = S["zk.epoch_version"] + 1
+    S2 = S.set({"zk.controller": c, "zk.epoch": epoch, "zk.epoch_version": version})
+    S2 = _set_epoch_holder(S2, epoch, c)
+    return enabled, S2.set_node(c, zk_active=True, zk_epoch=epoch, zk_epoch_version=version,
+                                known_controller=c)
+
+
+def operator_bumps_ibp(S: Sym, cfg: ModelConfig, d: Design, n: int):
+    """The second rolling bounce: a broker on the old IBP comes back on 3.4-IV0 or later
+    (MG-1), with nothing in flight."""
+    if f"n{n}.legacy_ibp" not in S.lay.sorts:   # never on the old IBP: never enabled
+        return FALSE, S
+    enabled = And(S.node(n, "alive"), S.node(n, "legacy_ibp"), Not(S.node(n, "zk_active")),
+                  Eq(S.node(n, "cw.len"), 0), Eq(S.node(n, "ch.queue.len"), 0),
+                  Not(S.node(n, "ch.inflight.present")))
+    return enabled, S.set_node(n, legacy_ibp=False)
+
+
 def _wants_tick(S: Sym, cfg: ModelConfig):
     out = []
     for n in range(len(cfg.nodes)):
@@ -891,7 +989,7 @@ def clock_ticks(S: Sym, cfg: ModelConfig, d: Design):
 
 
 def zk_expires_session(S: Sym, cfg: ModelConfig, d: Design, n: int):
-    if cfg.mode != ZK:
+    if cfg.mode != ZK or cfg.nodes[n].role != BROKER:
         return FALSE, S
     enabled = And(Not(S.node(n, "session_expired")), S["expiries_left"] > 0)
     S2 = S.set({"zk.controller": If(Eq(S["zk.controller"], n), NO_NODE, S["zk.controller"]),
@@ -919,7 +1017,7 @@ _NODE_DEFAULTS = {"alive": True, "incarnation": 0, "session_expired": False, "zk
                   "ctrl_versions": NO_VERSIONS, "replayed": 0, "send_requested": False,
                   "pending_rpc": False, "registered_in_log": False, "retry_at": NO_TIME,
                   "ch.cached": NO_NODE, "ch.queue.len": 0, "ch.inflight.present": False,
-                  "events.len": 0}
+                  "events.len": 0, "legacy_ibp": False, "cw.len": 0}
 
 
 def _reset_node(S: Sym, cfg: ModelConfig, n: int, **keep) -> Sym:
@@ -937,7 +1035,8 @@ def _reset_node(S: Sym, cfg: ModelConfig, n: int, **keep) -> Sym:
 
 def node_crashes(S: Sym, cfg: ModelConfig, d: Design, n: int):
     enabled = And(S.node(n, "alive"), S["crashes_left"] > 0)
-    keep = {"alive": False, "incarnation": S.node(n, "incarnation")}
+    keep = {"alive": False, "incarnation": S.node(n, "incarnation"),
+            "legacy_ibp": S.node(n, "legacy_ibp")}
     if f"n{n}.session_expired" in S.lay.sorts:
         keep["session_expired"] = S.node(n, "session_expired")
     if f"n{n}.replayed" in S.lay.sorts:
@@ -968,7 +1067,8 @@ def node_restarts(S: Sym, cfg: ModelConfig, d: Design, n: int):
     if cfg.mode == ZK:
         enabled = And(enabled, Not(And(Eq(S["zk.controller"], n),
                                        Not(S.node(n, "session_expired")))))
-    keep = {"alive": True, "incarnation": S.node(n, "incarnation") + 1}
+    keep = {"alive": True, "incarnation": S.node(n, "incarnation") + 1,
+            "legacy_ibp": S.node(n, "legacy_ibp")}
     if f"n{n}.replayed" in S.lay.sorts:
         keep["replayed"] = S.node(n, "replayed")
         keep["send_requested"] = cfg.registration and cfg.nodes[n].role == CONTROLLER
@@ -983,6 +1083,7 @@ ENCODINGS = {fn.__name__: fn for fn in (
     broker_handles_envelope_response, controller_sends_registration,
     controller_handles_registration, controller_handles_registration_response,
     node_discards_stale_response, controller_processes_event, controller_commits_records,
-    node_replays_record, broker_handles_session_expiry, broker_elects_controller,
+    node_replays_record, broker_handles_session_expiry, broker_writes_entity_config,
+    controller_claims_zk_leadership, operator_bumps_ibp, broker_elects_controller,
     controller_becomes_leader, clock_ticks, zk_expires_session, network_drops_message,
     node_crashes, node_restarts)}

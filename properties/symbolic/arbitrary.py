@@ -27,7 +27,8 @@ from collections import Counter
 from functools import lru_cache
 
 from model import kafka
-from model.config import CONTROLLER_LISTENER, INTER_BROKER_LISTENER, KRAFT, Design, ModelConfig
+from model.config import (CONTROLLER, CONTROLLER_LISTENER, INTER_BROKER_LISTENER, KRAFT, Design,
+                          ModelConfig)
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
                          REGISTRATION, REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT,
@@ -65,17 +66,27 @@ class Domain:
         self.mutators = tuple(c for c, spec in enumerate(cfg.clients)
                               if spec.api in kafka.API_OPERATION)
         # a channel's peer (and a cached controller): a node with the listener broker-to-
-        # controller traffic uses (L-29)
-        role = CONTROLLER_LISTENER if self.kraft else INTER_BROKER_LISTENER
-        self.peers = tuple(p for p in self.nodes if cfg.node_listener(p, role) is not None)
+        # controller traffic uses (L-29): a KRaft controller's controller listener (in a
+        # migration too, MG-2), a ZK broker's inter-broker listener
+        def role(p):
+            return CONTROLLER_LISTENER if (self.kraft or cfg.nodes[p].role == CONTROLLER) \
+                else INTER_BROKER_LISTENER
+        self.peers = tuple(p for p in self.nodes if cfg.node_listener(p, role(p)) is not None)
         self.leaders = cfg.controllers() if self.kraft else self.nodes
-        self.forwarders = (cfg.brokers() if self.kraft else self.nodes) if self.mutators else ()
+        # only brokers forward (in ZK mode every node is one, but for a migration's KRaft
+        # controller)
+        self.forwarders = cfg.brokers() if self.mutators else ()
+        # the brokers of a migration, which write entity configs themselves (MG-6), and the
+        # brokers still on the old IBP (MG-1)
+        self.config_writers = tuple(n for n in self.nodes
+                                    if f"n{n}.cw.len" in self.lay.sorts) if self.mutators else ()
+        self.legacy = tuple(n for n in self.nodes if f"n{n}.legacy_ibp" in self.lay.sorts)
         self.registrants = cfg.controllers() if (self.kraft and cfg.registration) else ()
         self.carriers = tuple(sorted(set(self.forwarders) | set(self.registrants)))
         self.listeners = tuple(range(len(cfg.listener_names)))
         self.principals = tuple(range(len(cfg.principal_names)))
         self.own_principal = tuple(cfg.principal_names.index(spec.principal) for spec in cfg.nodes)
-        self.target = tuple(cfg.listener_index(cfg.node_listener(p, role).name)
+        self.target = tuple(cfg.listener_index(cfg.node_listener(p, role(p)).name)
                             if p in self.peers else 0 for p in self.nodes)
         self.versions = tuple(sorted({spec.api_max for spec in cfg.nodes}))
         self.errors = tuple(sorted(kafka.ERROR_NAMES))
@@ -165,6 +176,11 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
                  f"{p}: KRaft fields set")
             need(node.zk_epoch >= -1 and node.zk_epoch_version >= -1, f"{p}: epoch < -1")
             need(isinstance(node.events, tuple), f"{p}.events")
+            bools(p, node.legacy_ibp)
+            need(isinstance(node.config_writes, tuple), f"{p}.config_writes")
+            for k, cw in enumerate(node.config_writes):
+                need(isinstance(cw, tuple) and len(cw) == 2 and cw[0] in w.mutators
+                     and is_int(cw[1]) and cw[1] >= 0, f"{p}.config_writes[{k}]: {cw!r}")
             for k, ev in enumerate(node.events):
                 q = f"{p}.events[{k}]"
                 need(isinstance(ev, Event) and ev.req in w.mutators, f"{q}: {ev!r}")
@@ -259,7 +275,8 @@ def problems(s: State, cfg: ModelConfig, dom: Domain | None = None) -> list:
             where = f"zk.writes[{k}]"
             need(isinstance(wr, Write) and wr.req in w.mutators and wr.writer in w.nodes,
                  f"{where}: {wr!r}")
-            bools(where, wr.via_envelope, wr.privileged, wr.sender_cluster_action)
+            bools(where, wr.via_envelope, wr.privileged, wr.sender_cluster_action,
+                  wr.routed_locally)
             ints(where, wr.writer_epoch, wr.zk_epoch)
         need(isinstance(zk.epoch_holders, tuple), "zk.epoch_holders: not a tuple")
         for k, h in enumerate(zk.epoch_holders):
@@ -369,8 +386,9 @@ def _event(w: Domain, s: State, rng) -> Event:
 def _write(w: Domain, s: State, rng) -> Write:
     via, privileged, ca = _trusted(rng)
     epoch = s.zk.epoch if rng.random() < 0.8 else max(0, s.zk.epoch + _delta(rng))
+    local = bool(w.config_writers or w.legacy) and not via and rng.random() < 0.5
     return Write(rng.choice(w.mutators), rng.choice(w.nodes), epoch, s.zk.epoch, via,
-                 privileged and via, ca and via)
+                 privileged and via, ca and via, routed_locally=local)
 
 
 # endpoints tokens an arbitrary registration or response may carry (model.state)
@@ -461,6 +479,10 @@ def _set_write(s: State, k: int, wr: Write) -> State:
     return replace(s, zk=replace(s.zk, writes=_tset(s.zk.writes, k, wr)))
 
 
+def _set_config_write(s: State, i: int, k: int, cw: tuple) -> State:
+    return _set_node(s, i, config_writes=_tset(s.nodes[i].config_writes, k, cw))
+
+
 def _set_event(s: State, i: int, k: int, ev: Event) -> State:
     return _set_node(s, i, events=_tset(s.nodes[i].events, k, ev))
 
@@ -516,6 +538,10 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
             f = rng.choice(("writer_epoch", "zk_epoch"))
             add(lambda k=k, wr=wr, f=f: _set_write(s, k, wr._replace(
                 **{f: getattr(wr, f) + _delta(rng)})))
+        for i in w.config_writers:
+            for k, (c, version) in enumerate(s.nodes[i].config_writes):
+                add(lambda i=i, k=k, c=c, v=version: _set_config_write(
+                    s, i, k, (c, max(0, v + _delta(rng)))))
     elif kind == "incarnation":
         for i in w.nodes:
             add(lambda i=i: _set_node(s, i, incarnation=max(0, s.nodes[i].incarnation
@@ -562,6 +588,8 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
         for i in w.nodes:
             for f in names:
                 add(lambda i=i, f=f: _set_node(s, i, **{f: not getattr(s.nodes[i], f)}))
+        for i in w.legacy:
+            add(lambda i=i: _set_node(s, i, legacy_ibp=not s.nodes[i].legacy_ibp))
         for c in w.clients:
             for f in ("sent", "forwarded"):
                 add(lambda c=c, f=f: _set_client(s, c, **{f: not getattr(s.clients[c], f)}))
@@ -573,7 +601,8 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
                 add(lambda i=i, k=k, ev=ev, f=f: _set_event(s, i, k, ev._replace(
                     **{f: not getattr(ev, f)})))
         for k, wr in enumerate(zk.writes):
-            f = rng.choice(("via_envelope", "privileged", "sender_cluster_action"))
+            f = rng.choice(("via_envelope", "privileged", "sender_cluster_action")
+                           + (("routed_locally",) if w.config_writers or w.legacy else ()))
             add(lambda k=k, wr=wr, f=f: _set_write(s, k, wr._replace(**{f: not getattr(wr, f)})))
         for k, rec in enumerate(q.log):
             f = rng.choice(("via_envelope", "sender_cluster_action"))
@@ -615,6 +644,10 @@ def _scalars(s: State, w: Domain, kind: str, rng) -> list:
         for k, wr in enumerate(zk.writes):
             add(lambda k=k, wr=wr: _set_write(s, k, wr._replace(
                 **{(f := rng.choice(("req", "writer"))): getattr(_write(w, s, rng), f)})))
+        for i in w.config_writers:
+            for k, (_c, version) in enumerate(s.nodes[i].config_writes):
+                add(lambda i=i, k=k, v=version: _set_config_write(
+                    s, i, k, (rng.choice(w.mutators), v)))
         for k, rec in enumerate(q.log[1:], 1):
             # the kind's first own field (level, controller_id, client) or the writer
             add(lambda k=k, r=rec: _set_log(s, k, record(
@@ -671,6 +704,14 @@ def _sequences(s: State, w: Domain, rng) -> list:
                 add(lambda i=i, e=events: _set_node(s, i, events=e + (_event(w, s, rng),)))
             for k in range(len(events)):
                 add(lambda i=i, e=events, k=k: _set_node(s, i, events=_tdel(e, k)))
+        for i in w.config_writers:
+            cws = s.nodes[i].config_writes
+            if len(cws) < cap.config_writes:
+                add(lambda i=i, cws=cws: _set_node(s, i, config_writes=cws + ((
+                    rng.choice(w.mutators),
+                    max(0, zk.epoch_version - rng.choice((0, 0, 1, 2)))),)))
+            for k in range(len(cws)):
+                add(lambda i=i, cws=cws, k=k: _set_node(s, i, config_writes=_tdel(cws, k)))
         if len(zk.writes) < cap.writes:
             add(lambda: replace(s, zk=replace(zk, writes=zk.writes + (_write(w, s, rng),))))
         for k in range(len(zk.writes)):

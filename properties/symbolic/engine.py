@@ -211,6 +211,8 @@ def _capacity_text(lay: Layout) -> str:
     c = lay.cap
     mode = (f"metadata log {c.log}, uncommitted records {c.uncommitted}" if lay.kraft else
             f"ZK events per controller {c.events}, ZK writes {c.writes}")
+    if c.config_writes:         # a ZK-to-KRaft migration's brokers (MG-6)
+        mode += f", entity-config writes per broker {c.config_writes}"
     return (f"network {c.network} messages, channel queue {c.queue}, {mode}, "
             f"responses per client {c.responses}")
 

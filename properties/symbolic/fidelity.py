@@ -237,7 +237,7 @@ def unknown_fields() -> list:
         ms.Client: {f for f, _ in ss.CLIENT_SCALARS} | {"responses"},
         ms.Channel: {"cached", "queue", "inflight"},
         ms.Node: {f for f, _ in ss.NODE_SCALARS} | {"channel", "events",
-                                                    "not_controller_from"},
+                                                    "not_controller_from", "config_writes"},
         ms.Zk: {"controller", "epoch", "epoch_version", "writes", "epoch_holders", "broker_ids"},
         ms.Quorum: {"leader", "epoch", "log", "uncommitted"},
         ms.State: {"now", "nodes", "clients", "network", "zk", "quorum"} | set(ss.BUDGETS),

@@ -12,10 +12,11 @@ import z3
 
 from model import kafka
 from model.config import CONTROLLER, KRAFT, ZK, ModelConfig
-from model.state import (ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD, MUTATION_RECORD, NO_NODE,
-                         NO_TIME, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
-                         REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION)
-from properties.symbolic.actions import _item_timeout
+from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
+                         MUTATION_RECORD, NO_NODE, NO_TIME, REGISTER_CONTROLLER, REGISTRATION,
+                         REGISTRATION_REQUEST, REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE,
+                         REPLY_REGISTRATION)
+from properties.symbolic.actions import _epoch_holder, _item_timeout
 from properties.symbolic.props import (_latest_registration, log_appended_by_current_leader,
                                       registration_traffic)
 from properties.symbolic.state import And, Sym, _cap_of
@@ -63,6 +64,66 @@ def _active_epoch_not_ahead(S: Sym, cfg, d):
 def _writes_not_ahead(S: Sym, cfg, d):
     return And(*(z3.Implies(used, S[f"zk.writes.{k}.zk_epoch"] <= S["zk.epoch"])
                  for k, used in S.seq_items("zk.writes")))
+
+
+# -- the ZK-to-KRaft migration (MG-1..MG-7): facts about the KRaft controllers of a ZK-mode
+# configuration; without one (every configuration but a migration's) each is true outright
+
+
+def _kraft_controller(cfg, x):
+    """Node index term ``x`` names a KRaft controller (a CONTROLLER-role node of ZK mode)."""
+    return z3.Or(*(x == c for c in cfg.controllers())) if cfg.controllers() else \
+        z3.BoolVal(False)
+
+
+def _claim_after_bounce(S: Sym, cfg, d):
+    """While a broker runs the old IBP, no KRaft controller holds the current epoch."""
+    legacy = [S.node(n, "legacy_ibp") for n in range(S.lay.n)
+              if f"n{n}.legacy_ibp" in S.lay.sorts]
+    if not legacy or not cfg.controllers():
+        return z3.BoolVal(True)
+    return z3.Implies(z3.Or(*legacy),
+                      z3.Not(_kraft_controller(cfg, _epoch_holder(S, S["zk.epoch"]))))
+
+
+def _controller_znode_names_epoch_holder(S: Sym, cfg, d):
+    if not cfg.controllers():
+        return z3.BoolVal(True)
+    owner = S["zk.controller"]
+    return z3.Implies(owner != NO_NODE, _epoch_holder(S, S["zk.epoch"]) == owner)
+
+
+def _kraft_owner_holds_current_version(S: Sym, cfg, d):
+    owner = S["zk.controller"]
+    return And(*(z3.Implies(z3.And(owner == c, S.node(c, "alive"), S.node(c, "zk_active")),
+                            S.node(c, "zk_epoch_version") == S["zk.epoch_version"])
+                 for c in cfg.controllers()))
+
+
+def _entity_config_reads_not_ahead(S: Sym, cfg, d):
+    if not cfg.controllers():
+        return z3.BoolVal(True)
+    kraft_holds = _kraft_controller(cfg, _epoch_holder(S, S["zk.epoch"]))
+    parts = []
+    for n in range(S.lay.n):
+        for k, used in S.seq_items(f"n{n}.cw"):
+            version = S[f"n{n}.cw.{k}.version"]
+            parts.append(z3.Implies(used, z3.And(
+                version <= S["zk.epoch_version"],
+                z3.Implies(version == S["zk.epoch_version"], z3.Not(kraft_holds)))))
+    return And(*parts)
+
+
+def _envelopes_to_kraft_controllers_on_controller_listener(S: Sym, cfg, d):
+    from properties.symbolic.actions import target_listener
+    parts = []
+    for j in range(S.lay.cap.network):
+        m = S.msg(j)
+        for c in cfg.controllers():
+            parts.append(z3.Implies(
+                z3.And(S[f"net.{j}.present"], m["kind"] == ENVELOPE_REQUEST, m["dst"] == c),
+                m["listener"] == target_listener(cfg, c)))
+    return And(*parts)
 
 
 def _incarnations_nonnegative(S: Sym, cfg, d):
@@ -220,6 +281,10 @@ def _pending_mutations_authorized(S: Sym, cfg, d):
                 parts.append(z3.Implies(used, good(S[p + "req"], S[p + "via_envelope"],
                                                    S[p + "privileged"],
                                                    S[p + "sender_cluster_action"])))
+            # a broker's entity-config write in progress (MG-6): checked before the read (F-7)
+            for k, used in S.seq_items(f"n{n}.cw"):
+                parts.append(z3.Implies(used, z3.Or(*(S[f"n{n}.cw.{k}.req"] == c
+                                                      for c in ok_clients))))
     else:
         for k, used in S.seq_items("q.uncommitted"):
             p = f"q.uncommitted.{k}."
@@ -421,6 +486,32 @@ INVARIANTS = {i.name: i for i in (
               "No ZooKeeper write carries an epoch newer than /controller_epoch: it records "
               "the epoch current when it was made, and epochs only grow.", _writes_not_ahead,
               ("zk",)),
+    Invariant("claim-after-bounce",
+              "In a ZK-to-KRaft migration, while a broker still runs the old IBP no KRaft "
+              "controller holds the current controller epoch: the KRaft controller claims "
+              "/controller only once every broker has been bounced into migration mode "
+              "(MG-1, MG-5), and an IBP bump is never undone.", _claim_after_bounce, ("zk",)),
+    Invariant("controller-znode-names-epoch-holder",
+              "In a migration, /controller, while it exists, names the holder of the current "
+              "controller epoch: a broker's election and the KRaft controller's claim write "
+              "both in one multi (Z-1, MG-5), and a session expiry only deletes /controller.",
+              _controller_znode_names_epoch_holder, ("zk",)),
+    Invariant("kraft-owner-holds-current-version",
+              "A KRaft controller that /controller names and that acts as controller holds the "
+              "current /controller_epoch zkVersion: its claim wrote it (MG-5), and nobody else "
+              "writes /controller_epoch while the persistent /controller names it.",
+              _kraft_owner_holds_current_version, ("zk",)),
+    Invariant("entity-config-reads-not-ahead",
+              "A broker's entity-config write in progress carries a /controller_epoch "
+              "zkVersion no newer than ZooKeeper's, and while that zkVersion is still the "
+              "current one no KRaft controller holds the current epoch: the broker read it "
+              "with a ZK controller's /controller (MG-6), and a KRaft controller's claim bumps "
+              "the zkVersion (MG-5).", _entity_config_reads_not_ahead, ("zk",)),
+    Invariant("envelopes-to-kraft-controllers-on-controller-listener",
+              "In a migration, every EnvelopeRequest to a KRaft controller travels on its "
+              "controller listener: a broker's channel sends to a controller on that listener "
+              "(L-29, MG-2), and it is the only listener a KRaft controller has.",
+              _envelopes_to_kraft_controllers_on_controller_listener, ("zk",)),
     Invariant("incarnations-nonnegative",
               "Incarnations start at 0 and a restart takes the next one, so every "
               "controller's incarnation and every registration request's is >= 0, and only "
@@ -474,7 +565,8 @@ INVARIANTS = {i.name: i for i in (
               "Every mutation a controller accepted but has not yet written (a queued ZK "
               "event, an uncommitted record) was authorized for its client's principal and, "
               "if it came in an envelope, from a sender with CLUSTER_ACTION on the privileged "
-              "listener: the controller checks before it queues (F-24, F-25, F-28, F-30).",
+              "listener: the controller checks before it queues (F-24, F-25, F-28, F-30); so "
+              "was every entity-config write a broker of a migration has started (F-7, MG-6).",
               _pending_mutations_authorized),
     Invariant("messages-to-live-nodes",
               "Every message in flight is addressed to a live node: nothing is sent to a dead "
@@ -549,7 +641,10 @@ PLAN = {
     "P1": ("sequence-lengths", "zk-epoch-version-nonnegative", "node-epoch-version-not-ahead",
            "current-version-current-epoch", "holders-cover-epochs", "active-epoch-not-ahead",
            "writes-not-ahead", "uncommitted-from-current-leader",
-           "log-not-ahead-of-epoch", "current-epoch-records-from-leader"),
+           "log-not-ahead-of-epoch", "current-epoch-records-from-leader",
+           # the ZK-to-KRaft migration
+           "claim-after-bounce", "controller-znode-names-epoch-holder",
+           "kraft-owner-holds-current-version", "entity-config-reads-not-ahead"),
     "P2": ("sequence-lengths", "channel-item-kinds", "forward-items-one-hop",
            "channel-oldest-first", "in-flight-sent-in-time",
            "not-controller-at-top-level"),
@@ -565,7 +660,8 @@ PLAN = {
            "success-response-noticed", "registration-work-pending",
            # registration-names-incarnation-it-ran
            "incarnations-nonnegative"),
-    "P4": ("sequence-lengths", "pending-mutations-authorized"),
+    "P4": ("sequence-lengths", "pending-mutations-authorized",
+           "envelopes-to-kraft-controllers-on-controller-listener"),
 }
 
 

@@ -22,10 +22,17 @@ from properties.symbolic.state import TRUE, And, Eq, If, Not, Or, Sym
 # clauses (names as in properties/registry.py)
 
 
+def _meant_for_controller(S: Sym, k: int, used):
+    """ZooKeeper write slot k is in use and holds a request meant for the controller (not one
+    Kafka's routing leaves to a broker that does not forward: ``Write.routed_locally``)."""
+    return And(used, Not(S[f"zk.writes.{k}.routed_locally"]))
+
+
 def zk_writes_carry_current_epoch(S: Sym, cfg: ModelConfig, d: Design):
     if cfg.mode != ZK:
         return TRUE
-    return And(*(z3.Implies(used, S[f"zk.writes.{k}.writer_epoch"] == S[f"zk.writes.{k}.zk_epoch"])
+    return And(*(z3.Implies(_meant_for_controller(S, k, used),
+                            S[f"zk.writes.{k}.writer_epoch"] == S[f"zk.writes.{k}.zk_epoch"])
                  for k, used in S.seq_items("zk.writes")))
 
 
@@ -40,8 +47,23 @@ def active_controller_won_its_epoch(S: Sym, cfg: ModelConfig, d: Design):
 def zk_writes_by_epoch_holder(S: Sym, cfg: ModelConfig, d: Design):
     if cfg.mode != ZK:
         return TRUE
-    return And(*(z3.Implies(used, S[f"zk.writes.{k}.zk_holder"] == S[f"zk.writes.{k}.writer"])
+    return And(*(z3.Implies(_meant_for_controller(S, k, used),
+                            S[f"zk.writes.{k}.zk_holder"] == S[f"zk.writes.{k}.writer"])
                  for k, used in S.seq_items("zk.writes")))
+
+
+def kraft_controller_sole_zk_writer(S: Sym, cfg: ModelConfig, d: Design):
+    """Every write whose epoch a KRaft controller holds (zk_holder, a CONTROLLER-role node)
+    was made by that controller."""
+    controllers = cfg.controllers()
+    if cfg.mode != ZK or not controllers:
+        return TRUE
+    parts = []
+    for k, used in S.seq_items("zk.writes"):
+        holder = S[f"zk.writes.{k}.zk_holder"]
+        parts.append(z3.Implies(And(used, Or(*(Eq(holder, c) for c in controllers))),
+                                S[f"zk.writes.{k}.writer"] == holder))
+    return And(*parts)
 
 
 def log_has_one_writer_per_epoch(S: Sym, cfg: ModelConfig, d: Design):
@@ -58,12 +80,19 @@ def log_has_one_writer_per_epoch(S: Sym, cfg: ModelConfig, d: Design):
 
 
 def active_controller_owns_controller_znode(S: Sym, cfg: ModelConfig, d: Design):
+    """... or /controller names a KRaft controller and ZooKeeper's epoch is past the node's
+    (the node was deposed by the KRaft controller's claim, MG-5)."""
     if cfg.mode != ZK:
         return TRUE
-    return And(*(z3.Implies(And(S.node(n, "alive"), S.node(n, "zk_active"),
-                                Not(S.node(n, "session_expired"))),
-                            Eq(S["zk.controller"], n))
-                 for n in range(S.lay.n)))
+    owner = S["zk.controller"]
+    parts = []
+    for n in range(S.lay.n):
+        deposed = And(Or(*(Eq(owner, c) for c in cfg.controllers())),
+                      S["zk.epoch"] > S.node(n, "zk_epoch"))
+        parts.append(z3.Implies(And(S.node(n, "alive"), S.node(n, "zk_active"),
+                                    Not(S.node(n, "session_expired"))),
+                                Or(Eq(owner, n), deposed)))
+    return And(*parts)
 
 
 def log_appended_by_current_leader(S: Sym, cfg: ModelConfig, d: Design):
@@ -210,8 +239,8 @@ def envelopes_only_from_trusted_senders(S: Sym, cfg: ModelConfig, d: Design):
 
 CLAUSES = {f.__name__.replace("_", "-"): f for f in (
     zk_writes_carry_current_epoch, active_controller_won_its_epoch, zk_writes_by_epoch_holder,
-    active_controller_owns_controller_znode, log_has_one_writer_per_epoch,
-    log_appended_by_current_leader, envelope_never_nested,
+    kraft_controller_sole_zk_writer, active_controller_owns_controller_znode,
+    log_has_one_writer_per_epoch, log_appended_by_current_leader, envelope_never_nested,
     forward_ends_by_deadline, forwarder_forgets_not_controller, registered_only_if_log_agrees,
     registered_if_log_agrees, registration_names_incarnation_it_ran,
     one_registration_request_outstanding, registration_carries_current_incarnation,

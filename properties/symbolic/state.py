@@ -18,8 +18,10 @@ What is bounded, and how:
   and the tests check that the tiny configurations never reach them.
 
 Components that the configuration's mode never changes (a KRaft node's ZooKeeper fields, a ZK
-cluster's quorum) are constants, not variables: the formulas stay small and an encoding that
-tried to change one fails when it is built (``Sym.set`` raises).
+cluster's quorum; in a ZK-to-KRaft migration, a KRaft controller's ZooKeeper session, which
+never expires, the IBP of a broker that starts on the new one, and the entity-config writes,
+which only a migration's brokers start) are constants, not variables: the formulas stay small
+and an encoding that tried to change one fails when it is built (``Sym.set`` raises).
 
 ``concrete(state)`` maps a model state to a ``Sym`` of constants (network slots in sorted
 order, unused slots zero); ``decode(values)`` maps a full assignment back to a model
@@ -33,7 +35,7 @@ from typing import NamedTuple
 
 import z3
 
-from model.config import DESCRIBE, KRAFT, ModelConfig
+from model.config import BROKER, DESCRIBE, KRAFT, ModelConfig
 from model.state import (MSG_ARITY, NO_NODE, NO_TIME, NO_VERSIONS, Channel, Client, Event, Node,
                          Quorum, Reply, Response, State, Write, Zk, item, message, record)
 
@@ -51,7 +53,9 @@ MSG_FIELDS = tuple((f, "i") for f in ("kind", "src", "dst", "listener", "key", "
 assert len(MSG_FIELDS) == MSG_ARITY
 WRITE_FIELDS = (("req", "i"), ("writer", "i"), ("writer_epoch", "i"), ("zk_epoch", "i"),
                 ("via_envelope", "b"), ("privileged", "b"), ("sender_cluster_action", "b"),
-                ("zk_holder", "i"))
+                ("zk_holder", "i"), ("routed_locally", "b"))
+# Node.config_writes (ZK-to-KRaft migration, MG-6): (client, /controller_epoch zkVersion read)
+CONFIG_WRITE_FIELDS = (("req", "i"), ("version", "i"))
 RECORD_FIELDS = (("kind", "i"), ("a", "i"), ("b", "i"), ("epoch", "i"), ("writer", "i"),
                  ("via_envelope", "b"), ("sender_cluster_action", "b"), ("c", "i"), ("d", "i"),
                  ("e", "i"))
@@ -67,7 +71,7 @@ NODE_SCALARS = (("alive", "b"), ("incarnation", "i"), ("session_expired", "b"),
                 ("retry_at", "i"), ("broker_epoch", "i"), ("lifecycle_registered", "b"),
                 ("lifecycle_to", "i"), ("heartbeat_at", "i"), ("hb_contact", "i"),
                 ("listeners_version", "i"), ("broker_info", "i"), ("zk_register_pending", "b"),
-                ("zk_registering", "i"))
+                ("zk_registering", "i"), ("legacy_ibp", "b"))
 _ZK_ONLY_NODE = {"session_expired", "zk_active", "zk_epoch", "zk_epoch_version"}
 _KRAFT_ONLY_NODE = {"replayed", "send_requested", "pending_rpc", "registered_in_log", "retry_at"}
 # KRaft broker registration is not encoded yet: these fields are constants in every layout,
@@ -95,7 +99,8 @@ class Capacity:
     log: int            # the metadata log
     uncommitted: int
     responses: int      # responses one client receives (L1 says one; variants may give two)
-    holders: int = 2    # Zk.epoch_holders: epochs 0..initial + elections
+    holders: int = 2    # Zk.epoch_holders: epochs 0..initial + elections (+ KRaft claims)
+    config_writes: int = 0  # a broker's entity-config writes in progress (migration, MG-6)
 
     @staticmethod
     def for_config(cfg: ModelConfig) -> Capacity:
@@ -111,7 +116,10 @@ class Capacity:
             log=initial_log + 2 * n_clients + 2 * regs + 1,
             uncommitted=n_clients + regs + 1,
             responses=2,
-            holders=2 + cfg.max_elections)
+            # a KRaft controller's claim of /controller bumps the epoch too (MG-5): once per
+            # controller, which cannot restart while it holds the persistent /controller
+            holders=2 + cfg.max_elections + (len(cfg.controllers()) if cfg.migration else 0),
+            config_writes=max(n_clients, 1) if cfg.migration else 0)
 
 
 class Layout:
@@ -147,7 +155,16 @@ class Layout:
             for f, s in NODE_SCALARS:
                 if f in _BROKER_LIFECYCLE_NODE:
                     const(p + f, s, _BROKER_LIFECYCLE_NODE[f])
-                elif (kraft and f in _ZK_ONLY_NODE) or (not kraft and f in _KRAFT_ONLY_NODE):
+                elif f == "legacy_ibp":
+                    # only a broker on the old IBP at start has it, until its bounce (MG-1)
+                    if i in cfg.legacy_ibp_brokers:
+                        var(p + f, s)
+                    else:
+                        const(p + f, s)
+                elif (kraft and f in _ZK_ONLY_NODE) or (not kraft and f in _KRAFT_ONLY_NODE) \
+                        or (f == "session_expired" and cfg.nodes[i].role != BROKER):
+                    # ZooKeeper expires only a broker's session (a KRaft controller of a
+                    # migration writes a persistent /controller, MG-5)
                     default = {"zk_epoch": -1, "zk_epoch_version": -1, "retry_at": NO_TIME}
                     const(p + f, s, default.get(f))
                 else:
@@ -163,6 +180,10 @@ class Layout:
                 const(p + "events.len", "i")
             else:
                 self._seq(var, p + "events", self.cap.events, EVENT_FIELDS)
+            if self.cap.config_writes and cfg.nodes[i].role == BROKER:
+                self._seq(var, p + "cw", self.cap.config_writes, CONFIG_WRITE_FIELDS)
+            else:                   # only a broker of a migration writes entity configs
+                const(p + "cw.len", "i")
         for c in range(self.m):
             p = f"c{c}."
             for f, s in CLIENT_SCALARS:
@@ -247,6 +268,12 @@ class Layout:
                               _flat_event)
             elif node.events:
                 raise ValueError("events in a KRaft state")
+            if p + "cw.len" in self.sorts:
+                self._put_seq(out, p + "cw", self.cap.config_writes, CONFIG_WRITE_FIELDS,
+                              node.config_writes, _flat_config_write)
+            elif node.config_writes:
+                raise ValueError(f"{p}config_writes = {node.config_writes!r}: not a broker of "
+                                 f"a migration")
         for c, cl in enumerate(state.clients):
             p = f"c{c}."
             for f, _ in CLIENT_SCALARS:
@@ -323,7 +350,9 @@ class Layout:
                               inflight)
             events = () if self.kraft else seq(p + "events", EVENT_FIELDS, _event_of)
             ncf = frozenset(j for j in range(self.n) if val(f"{p}ncf.{j}"))
-            nodes.append(Node(channel=channel, events=events, not_controller_from=ncf, **sc))
+            writes = seq(p + "cw", CONFIG_WRITE_FIELDS, lambda d: (d["req"], d["version"]))
+            nodes.append(Node(channel=channel, events=events, not_controller_from=ncf,
+                              config_writes=writes, **sc))
         clients = []
         for c in range(self.m):
             p = f"c{c}."
@@ -403,6 +432,11 @@ def _flat_event(e: Event):
     for f, s in REPLY_FIELDS:
         d["reply_" + f] = getattr(e.reply, f) if e.reply else _DEFAULT[s]
     return _Flat(**d)
+
+
+def _flat_config_write(w):
+    c, version = w
+    return _Flat(req=c, version=version)
 
 
 def _event_of(d) -> Event:
