@@ -1201,13 +1201,7 @@ def controller_claims_zk_leadership(s: State, cfg: ModelConfig, d: Design,
         return None
     if not d.claims_before_brokers_ready and any(nd.legacy_ibp for nd in s.nodes):
         return None
-    epoch = zk.epoch + 1
-    holders = zk.epoch_holders[:epoch] + (c,) + zk.epoch_holders[epoch + 1:]
-    zk = replace(zk, controller=c, epoch=epoch, epoch_version=zk.epoch_version + 1,
-                 epoch_holders=holders)
-    node = replace(node, zk_active=True, zk_epoch=epoch, zk_epoch_version=zk.epoch_version,
-                   known_controller=c)
-    return replace(_set_node(s, c, node), zk=zk)
+    return _wins_controller_epoch(s, c, zk.epoch + 1)
 
 
 def operator_bumps_ibp(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
@@ -1234,12 +1228,21 @@ def broker_elects_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> S
     # election-keeps-epoch: the multi-op rewrites /controller_epoch with the value it holds
     # (the zkVersion still moves: ZooKeeper bumps it on every setData)
     epoch = zk.epoch if d.election_keeps_epoch else zk.epoch + 1
+    return replace(_wins_controller_epoch(s, n, epoch), elections_left=s.elections_left - 1)
+
+
+def _wins_controller_epoch(s: State, n: int, epoch: int) -> State:
+    """The multi that makes ``n`` the controller ZooKeeper knows: /controller names it, and
+    /controller_epoch is set to ``epoch`` by a CAS on its zkVersion (the zkVersion moves by
+    one); ZooKeeper's log records ``n`` as the epoch's holder.  A broker's election (Z-1) and
+    the KRaft controller's claim (MG-5) are both this multi."""
+    zk = s.zk
     holders = zk.epoch_holders[:epoch] + (n,) + zk.epoch_holders[epoch + 1:]
     zk = replace(zk, controller=n, epoch=epoch, epoch_version=zk.epoch_version + 1,
                  epoch_holders=holders)
-    node = replace(node, zk_active=True, zk_epoch=zk.epoch, zk_epoch_version=zk.epoch_version,
-                   known_controller=n)
-    return replace(_set_node(s, n, node), zk=zk, elections_left=s.elections_left - 1)
+    node = replace(s.nodes[n], zk_active=True, zk_epoch=epoch,
+                   zk_epoch_version=zk.epoch_version, known_controller=n)
+    return replace(_set_node(s, n, node), zk=zk)
 
 
 def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> State | None:
