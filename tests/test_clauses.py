@@ -181,10 +181,11 @@ def test_clause_catches_its_mutant_with_a_replaying_trace(clause, generation):
         assert by_name[clause].holds(s, spec.cfg, spec.design)
 
 
-# the two whose whole search without their clause takes the longest (30 s each) run in the
-# slow tier; the default tier still shows their clause catches their mutant (above)
+# the three whose whole search without their clause takes the longest (20-30 s each) run in
+# the slow tier; the default tier still shows their clause catches their mutant (above)
 NO_OTHER_MUTANT_SLOW = ("broker-fenced-only-after-session-expired",
-                        "one-registration-request-outstanding")
+                        "one-registration-request-outstanding",
+                        "registrations-from-cluster-action")
 
 
 @pytest.mark.parametrize("clause", slow_unless(

@@ -143,7 +143,7 @@ def test_a_registration_rpc_left_in_flight_breaks_progress(generation):
         states = model_next.replay(spec.cfg, spec.design, result.graph_trace)
         assert not _met_without_fault(spec, states[-1], goal)
         assert replay_check(spec, states, PROGRESS, None).reproduced is True
-    assert explore(spec).graph_violation is None
+    # without the mutant the same search passes: test_correct_design_passes_progress
 
 
 @pytest.fixture(scope="module")

@@ -110,8 +110,10 @@ def test_same_seed_same_trace_and_same_run():
     assert a.failed_round == b.failed_round
     assert (a.steps_run, a.rule_calls, a.examples, a.distinct) == \
            (b.steps_run, b.rule_calls, b.examples, b.distinct)
-    c = fuzz(v.config, v.name, seed=SEED + 1)
-    assert (c.steps_run, c.rule_calls) != (a.steps_run, a.rule_calls)
+    # and the seed matters: two seeds, one small profile, the correct design
+    small = Profile("t", rounds=2, examples_per_round=5, steps_per_example=40, time_budget=600)
+    c, d = (fuzz("kraft-registration", seed=seed, profile=small) for seed in (SEED, SEED + 1))
+    assert (c.steps_run, c.rule_calls, c.distinct) != (d.steps_run, d.rule_calls, d.distinct)
 
 
 _CROSS_PROCESS = """

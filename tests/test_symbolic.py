@@ -47,7 +47,7 @@ PROOF_DEFAULT = ("zk-envelope-security", "kraft-registration")
 # (zk-migration is the migration's representative; docs/ci.md)
 PER_CONFIG_DEFAULT = tuple(c for c in TINY if c != "zk-migration-bounce")
 BMC_DEFAULT = (("brokers-write-zk", "P1"), ("reforward-forwarded", "P2"),
-               ("registration-trusts-response", "P3"), ("envelope-any-listener", "P4"))
+               ("registration-pending-stuck", "P3"), ("envelope-any-listener", "P4"))
 # the depth BMC searches to: 8, or a variant's shortest counterexample where that is longer
 # (the explorer's, docs/design-variants.md)
 BMC_DEPTH = {"registration-bumps-same-incarnation": 11}
