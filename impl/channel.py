@@ -249,14 +249,16 @@ class ControllerChannel:
         self._no_controller_since = None
         return info
 
-    def expire(self, now_ms: int) -> list[ChannelRequest]:
+    def expire(self, now_ms: int, max_items: int | None = None) -> list[ChannelRequest]:
         """The network request timeout of the in-flight request, then F-19 on the queue.
 
         An in-flight request unanswered for more than ``request_timeout_ms``
         (``InFlightRequests.hasExpiredRequest``: ``now - send > timeout``) makes NetworkClient
         close the connection; the response handler sees a disconnect (F-21.3) and puts the item
         back at the front.  Then every queued item with ``now - created >= retry_timeout_ms`` is
-        removed and its ``on_timeout`` runs (``generateRequests``).  Returns those items."""
+        removed and its ``on_timeout`` runs (``generateRequests``).  Returns those items.
+        ``max_items``: remove at most that many, in queue order -- one pass of
+        ``generateRequests`` taken as that many steps, the rest expiring on the next call."""
         self._tick(now_ms)
         if self.exit_status is not None:
             return []
@@ -264,7 +266,7 @@ class ControllerChannel:
         if flight is not None and now_ms - flight.sent_ms > self.request_timeout_ms:
             self._disconnect(now_ms)
         expired = [item for item in self._queue
-                   if now_ms - item.created_ms >= self.retry_timeout_ms]
+                   if now_ms - item.created_ms >= self.retry_timeout_ms][:max_items]
         for item in expired:
             self._queue.remove(item)
             item.on_timeout(now_ms)

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 
 ZK_MODE, KRAFT_MODE = "zk", "kraft"
 MUTATION, DESCRIBE, FORGED_ENVELOPE = "mutation", "describe", "forged_envelope"
+# a consumer's FindCoordinator for its group, a Metadata request with AllowAutoTopicCreation:
+# both may make a KRaft broker create a topic (AT-1, AT-2)
+FIND_COORDINATOR, METADATA = "find_coordinator", "metadata"
 
 # Kafka's defaults (docs/rules.md section 6)
 KRAFT_FORWARD_RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding channel (F-17)
@@ -37,12 +40,19 @@ class NodeConfig:
 class ClientConfig:
     name: str                   # also the client.id, and names its topic ("topic-<name>")
     principal: str
-    kind: str                   # MUTATION | DESCRIBE | FORGED_ENVELOPE
+    kind: str                   # MUTATION, DESCRIBE, FORGED_ENVELOPE, FIND_COORDINATOR, METADATA
     node_id: int                # bootstrap node
     listener: str
     api_key: int
     endpoint_type: int = 1      # DescribeCluster v1 EndpointType (1 broker, 2 controller)
     claimed_principal: str = ""
+    # METADATA: the topic it asks for (default "topic-<name>"); FIND_COORDINATOR's group is
+    # "group-<name>"
+    topic: str = ""
+
+    @property
+    def topic_name(self) -> str:
+        return self.topic or f"topic-{self.name}"
 
 
 @dataclass(frozen=True)

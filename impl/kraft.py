@@ -14,6 +14,12 @@ What the model abstracts in one record (``model.state.Quorum``) is here with Kaf
   ``impl.broker_registration`` write through the same quorum: their RegisterBrokerRecords and
   BrokerRegistrationChangeRecords replay into the image (BR-10, BR-12), and their waiting
   requests are answered on commit or failed on a leader change like the others (BR-2, BH-5).
+  A broker's own CreateTopicsRequest (the internal topic a FindCoordinator needs, AT-4) takes
+  ``controller_handles_create_topics``: ``ControllerApis.createTopics``' authorization, then
+  ``ReplicationControlManager.createTopics``' name check, TOPIC_ALREADY_EXISTS and the
+  ``create.topic.policy.class.name`` policy (POLICY_VIOLATION, AT-5); the policy runs on a
+  client's CreateTopics too.  A committed write replays as one batch (``atomicOf``: a
+  TopicRecord with its ConfigRecords).
 
 Records are ``MetadataRecord``: the record type's name as in Kafka's metadata schemas
 (``FeatureLevelRecord``, ``RegisterControllerRecord``, ``TopicRecord``, ``ConfigRecord``,
@@ -34,15 +40,19 @@ import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
+from impl.auto_topics import PolicyViolationError, RequestMetadata, invalid_topic
 from impl.context import RequestContext
 from impl.protocol import ProtocolError, encode
 from impl.protocol.api_keys import (BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                     CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
                                     INCREMENTAL_ALTER_CONFIGS)
-from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, ERROR_MESSAGES, NONE,
-                                  NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION)
+from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, ERROR_MESSAGES,
+                                  INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, NOT_CONTROLLER,
+                                  POLICY_VIOLATION, TOPIC_ALREADY_EXISTS,
+                                  TOPIC_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR,
+                                  UNSUPPORTED_VERSION)
 from impl.protocol.principal import KafkaPrincipal
 from impl.protocol.security_protocol import SECURITY_PROTOCOL_IDS
 
@@ -228,10 +238,13 @@ def mutation_response(api_key: int, body: Mapping[str, Any], error_code: int,
     message = error_message if error_code else None
     if api_key == CREATE_TOPICS:
         ids = (extra or {}).get("topic_ids", {})
+        # the topics ReplicationControlManager refused while creating others (AT-5)
+        refused = (extra or {}).get("topic_errors", {})
         topics = []
         for topic in body.get("Topics", ()):
-            item = {"Name": topic["Name"], "ErrorCode": error_code, "ErrorMessage": message}
-            if not error_code and topic["Name"] in ids:
+            code, text = refused.get(topic["Name"], (error_code, message))
+            item = {"Name": topic["Name"], "ErrorCode": code, "ErrorMessage": text}
+            if not code and topic["Name"] in ids:
                 item["TopicId"] = ids[topic["Name"]]
             topics.append(item)
         return {"ThrottleTimeMs": 0, "Topics": topics}
@@ -376,6 +389,10 @@ class RaftQuorum:
         self.uncommitted: list[PendingWrite] = []
         self._cursors: dict[int, int] = {}
         self._images: dict[int, MetadataImage] = {}
+        # the offsets where a committed batch ends: each bootstrap record is one, and so is
+        # each write (``ControllerResult.atomicOf``: a CreateTopics's TopicRecord with its
+        # ConfigRecords), which replay applies as a whole
+        self._batch_ends: set[int] = set(range(1, len(self.log) + 1))
 
     # -- the leader's writes -----------------------------------------------------------------
 
@@ -399,6 +416,8 @@ class RaftQuorum:
         done, self.uncommitted = self.uncommitted, []
         for write in done:
             self.log.extend(write.entries)
+            if write.entries:
+                self._batch_ends.add(len(self.log))
         return done
 
     def elect(self, controller_id: int) -> list[PendingWrite]:
@@ -425,15 +444,18 @@ class RaftQuorum:
         return self._images.setdefault(node_id, MetadataImage())
 
     def node_replays_record(self, node_id: int) -> MetadataDelta | None:
-        """``node_replays_record``: the node replays the next committed record (each node at
-        its own pace); None when it has replayed everything."""
+        """``node_replays_record``: the node replays the next committed batch -- one record,
+        or the records of one atomic write (a topic and its configs) -- each node at its own
+        pace; None when it has replayed everything."""
         cursor = self.replayed_offset(node_id)
         if cursor >= len(self.log):
             return None
-        record = self.log[cursor].record
-        apply_record(self.image(node_id), record)
-        self._cursors[node_id] = cursor + 1
-        return MetadataDelta.of((record,))
+        end = min((e for e in self._batch_ends if e > cursor), default=len(self.log))
+        records = [e.record for e in self.log[cursor:end]]
+        for record in records:
+            apply_record(self.image(node_id), record)
+        self._cursors[node_id] = end
+        return MetadataDelta.of(records)
 
     def catch_up(self, node_id: int, upto: int | None = None) -> MetadataDelta:
         """Replay everything committed (or up to ``upto``) at once, as one delta."""
@@ -494,7 +516,8 @@ class QuorumController:
 
     def __init__(self, node_id: int, quorum: RaftQuorum, authorizer: ClusterAuthorizer,
                  rng: random.Random, copy_zk_migration_ready: bool = False,
-                 check_controller_endpoints: bool = True):
+                 check_controller_endpoints: bool = True, create_topic_policy=None,
+                 internal_topics_bypass_policy: bool = False):
         self.node_id = node_id
         self.quorum = quorum
         self.authorizer = authorizer
@@ -503,6 +526,13 @@ class QuorumController:
         # False: a controller's endpoints are copied into its RegisterControllerRecord
         # unchecked, as before KAFKA-15458 (R-14; the registers-unresolved-endpoints design)
         self.check_controller_endpoints = check_controller_endpoints
+        # create.topic.policy.class.name, configured (impl.auto_topics.create_topic_policy);
+        # None: no policy
+        self.create_topic_policy = create_topic_policy
+        # True: a CreateTopicsRequest a broker sends as itself (not in an Envelope: the
+        # internal topic a FindCoordinator needs) skips the policy -- the hole KIP-590 names
+        # in ZooKeeper brokers' direct creation (the internal-topics-bypass-policy design)
+        self.internal_topics_bypass_policy = internal_topics_bypass_policy
 
     @property
     def is_active(self) -> bool:
@@ -517,14 +547,124 @@ class QuorumController:
                                     waiter: object = None) -> ControllerReply | None:
         """The KRaft branch of ``_controller_accepts_mutation``: the request was authorized
         (as the client's principal) by the caller.  Not the active controller: the write event
-        fails with NotControllerException now (R-13, F-28).  Otherwise the records are
+        fails with NotControllerException now (R-13, F-28).  A CreateTopics runs
+        create.topic.policy.class.name (AT-5: a Metadata request's auto-creation, forwarded,
+        comes here too): a refused topic is POLICY_VIOLATION.  Otherwise the records are
         appended and the reply waits for the commit (R-17): None is returned."""
         if not self.is_active:
             return self._not_controller(waiter, api_key, body)
-        records, extra = mutation_records(api_key, body, self.rng)
+        refused = self._policy_refusals(body) if api_key == CREATE_TOPICS else {}
+        return self._write_topics_or_answer(api_key, body, refused, waiter)
+
+    def _write_topics_or_answer(self, api_key: int, body: Mapping, refused: Mapping,
+                                waiter) -> ControllerReply | None:
+        """Append the records of everything ``refused`` does not name and answer on commit;
+        when every topic is refused there is nothing to write and the refusals are answered
+        now.  (Kafka completes such a read-only write event once the records already appended
+        commit, if any are pending, QuorumController L784-809; the model answers at once, and
+        so does this implementation.)"""
+        if api_key == CREATE_TOPICS and refused:
+            topics = [t for t in body.get("Topics", ()) if t["Name"] not in refused]
+            if not topics:
+                first = next(iter(refused.values()))
+                return ControllerReply(waiter, self.node_id, api_key, first[0],
+                                       mutation_response(api_key, body, first[0], first[1],
+                                                         extra={"topic_errors": refused}))
+            records, extra = mutation_records(api_key, dict(body, Topics=topics), self.rng)
+            extra = dict(extra, topic_errors=dict(refused))
+        else:
+            records, extra = mutation_records(api_key, body, self.rng)
         self.quorum.append(self.node_id, records, waiter=waiter, api_key=api_key,
                            request=body, extra=extra)
         return None
+
+    def _policy_refusals(self, body: Mapping) -> dict:
+        """``ReplicationControlManager.maybeCheckCreateTopicPolicy`` (L845-854) for each topic:
+        name -> (POLICY_VIOLATION, the policy's message), for the topics the configured
+        create.topic.policy.class.name refuses.  The policy sees the request's partitions and
+        replication factor (-1: the defaults), and its configs (AT-5)."""
+        policy = self.create_topic_policy
+        if policy is None:
+            return {}
+        refused = {}
+        for topic in body.get("Topics", ()):
+            configs = {c["Name"]: c["Value"] for c in topic.get("Configs", ())}
+            metadata = RequestMetadata(topic["Name"], topic.get("NumPartitions"),
+                                       topic.get("ReplicationFactor"), None, configs)
+            try:
+                policy.validate(metadata)
+            except PolicyViolationError as e:
+                refused[topic["Name"]] = (POLICY_VIOLATION, str(e))
+        return refused
+
+    def topic_names(self) -> set:
+        """The topics in the active controller's in-memory state: the committed log and its
+        own uncommitted records (``topicsByName``, a timeline map of the latest state)."""
+        names = {e.record.data["Name"] for e in self.quorum.log
+                 if e.record.name == "TopicRecord"}
+        for write in self.quorum.uncommitted:
+            names |= {e.record.data["Name"] for e in write.entries
+                      if e.record.name == "TopicRecord"}
+        return names
+
+    def controller_handles_create_topics(self, body: Mapping, waiter: object = None, *,
+                                         has_cluster_auth: bool,
+                                         creatable: Callable[[Iterable[str]], set],
+                                         forwarded: bool = False) -> ControllerReply | None:
+        """A CreateTopicsRequest at this controller: ``ControllerApis.handleCreateTopics`` and
+        ``createTopics`` (ControllerApis.scala L358-444 at 3.8.0), ``QuorumController
+        .createTopics`` (L1969-1978) and ``ReplicationControlManager.createTopics``
+        (L600-681), checks in Kafka's order:
+
+        - a name given twice is INVALID_REQUEST; CREATE on the cluster, or else on each topic,
+          for the connection's principal (``has_cluster_auth``, ``creatable``), else
+          TOPIC_AUTHORIZATION_FAILED "Authorization failed.";
+        - nothing left to create: answered now, active controller or not; otherwise an
+          inactive controller's write event fails with NOT_CONTROLLER for the whole request
+          (R-13; the broker's channel retries, F-21.4);
+        - per topic: ``Topic.validate`` (INVALID_TOPIC_EXCEPTION), a topic in the active
+          controller's state (committed or its own uncommitted records) TOPIC_ALREADY_EXISTS,
+          then create.topic.policy.class.name (POLICY_VIOLATION) -- skipped for a request
+          not in an Envelope under ``internal_topics_bypass_policy``;
+        - the TopicRecord (and a ConfigRecord per config) of each topic left, answered once
+          committed (R-17); the refusals ride in the same response.
+
+        The AutoTopicCreationManager's own request for an internal topic comes here (AT-4,
+        AT-5); a client's CreateTopics, forwarded or direct, takes
+        ``controller_accepts_mutation``, which the model keeps generic (no
+        TOPIC_ALREADY_EXISTS: applying a forwarded request twice is forwarding's
+        at-least-once)."""
+        names = [t["Name"] for t in body.get("Topics", ())]
+        duplicates = {n for n in names if names.count(n) > 1}
+        unique = [n for n in names if n not in duplicates]
+        authorized = set(unique) if has_cluster_auth else set(creatable(unique))
+        refused: dict = {n: (INVALID_REQUEST, "Duplicate topic name.") for n in duplicates}
+        refused.update({n: (TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                        for n in unique if n not in authorized})
+        effective = [t for t in body.get("Topics", ()) if t["Name"] in authorized]
+        if not effective:
+            return self._answer_topics(body, refused, waiter)
+        if not self.is_active:
+            return self._not_controller(waiter, CREATE_TOPICS, body)
+        existing = self.topic_names()
+        check_policy = forwarded or not self.internal_topics_bypass_policy
+        policy_refusals = self._policy_refusals({"Topics": effective}) if check_policy else {}
+        for topic in effective:
+            name = topic["Name"]
+            problem = invalid_topic(name)
+            if problem is not None:
+                refused[name] = (INVALID_TOPIC_EXCEPTION, problem)
+            elif name in existing:
+                refused[name] = (TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            elif name in policy_refusals:
+                refused[name] = policy_refusals[name]
+        return self._write_topics_or_answer(CREATE_TOPICS, body, refused, waiter)
+
+    def _answer_topics(self, body: Mapping, refused: Mapping, waiter) -> ControllerReply:
+        first = next(iter(refused.values()), (NONE, None))
+        return ControllerReply(waiter, self.node_id, CREATE_TOPICS, first[0],
+                               mutation_response(CREATE_TOPICS, body, first[0], first[1],
+                                                 extra={"topic_errors": dict(refused)}))
 
     def _write_metadata_version(self) -> int:
         """metadata.version as the active controller's FeatureControlManager sees it: the

@@ -14,27 +14,32 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from model import kafka
-from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
-                          INTER_BROKER_LISTENER, KRAFT, ZK, Design, ModelConfig)
+from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FIND_COORDINATOR,
+                          FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT, METADATA, ZK, Design,
+                          ModelConfig)
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_CHANGE, BROKER_REGISTRATION_REQUEST,
-                         BROKER_REGISTRATION_RESPONSE, ENVELOPE_REQUEST, ENVELOPE_RESPONSE,
+                         BROKER_REGISTRATION_RESPONSE, CREATE_TOPICS_REQUEST,
+                         CREATE_TOPICS_RESPONSE, ENVELOPE_REQUEST, ENVELOPE_RESPONSE,
                          FEATURE_LEVEL, FENCED, FORWARD, LIFECYCLE_REQUESTS, LIFECYCLE_RESPONSES,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_BROKER,
                          REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_BROKER_REGISTRATION, REPLY_CLIENT,
-                         REPLY_ENVELOPE, REPLY_HEARTBEAT, REPLY_REGISTRATION,
-                         STATIC_ENDPOINTS, UNFENCED, UNRESOLVED_ENDPOINTS,
+                         REPLY_CREATE_TOPICS, REPLY_ENVELOPE, REPLY_HEARTBEAT,
+                         REPLY_REGISTRATION, STATIC_ENDPOINTS, TOPIC_CREATION, TOPIC_RECORD,
+                         UNFENCED, UNRESOLVED_ENDPOINTS,
                          BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                          BrokerRegistrationChangeRecord, BrokerRegistrationRequest,
                          BrokerRegistrationResponse, Channel, ControllerRegistrationRequest,
-                         ControllerRegistrationResponse, EnvelopeRequest, EnvelopeResponse,
+                         ControllerRegistrationResponse, CreateTopicsRequest,
+                         CreateTopicsResponse, EnvelopeRequest, EnvelopeResponse,
                          Event, ForwardItem, Item, Msg, MutationRecord, Node, Record,
                          RegisterBrokerRecord, RegisterControllerRecord, RegistrationItem, Reply,
-                         Response, State, Write, replace)
+                         Response, State, TopicCreationItem, TopicRecord, Write, replace)
 
-RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + LIFECYCLE_RESPONSES
-REQUESTS = (ENVELOPE_REQUEST, REGISTRATION_REQUEST) + LIFECYCLE_REQUESTS
+RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + LIFECYCLE_RESPONSES + \
+    (CREATE_TOPICS_RESPONSE,)
+REQUESTS = (ENVELOPE_REQUEST, REGISTRATION_REQUEST) + LIFECYCLE_REQUESTS + (CREATE_TOPICS_REQUEST,)
 
 # --------------------------------------------------------------------------------------------
 # small pure helpers
@@ -106,8 +111,9 @@ def listener_endpoint(lst, endpoints: int) -> int:
 
 
 def item_timeout(cfg: ModelConfig, d: Design, item: Item) -> int | None:
-    """The channel's retry timeout for an item (F-17), None when it has none."""
-    if item.kind == FORWARD:
+    """The channel's retry timeout for an item (F-17), None when it has none.  A broker's own
+    CreateTopicsRequest shares the forwarding channel and its timeout (AT-4)."""
+    if item.kind in (FORWARD, TOPIC_CREATION):
         return None if d.forward_without_deadline else cfg.forward_timeout
     return None if d.registration_without_deadline else cfg.registration_timeout
 
@@ -228,11 +234,15 @@ def _send_reply(s: State, cfg: ModelConfig, src: int, reply: Reply, env_err: int
         return _respond(s, reply.to, Response(code, envelope_error=env_err))
     if not s.nodes[reply.to].alive:
         return s
-    if reply.how != REPLY_ENVELOPE and s.nodes[reply.to].incarnation != reply.key:
+    if (reply.how not in (REPLY_ENVELOPE, REPLY_CREATE_TOPICS)
+            and s.nodes[reply.to].incarnation != reply.key):
         return s            # the requesting process run is gone, and its connection with it
     if reply.how == REPLY_ENVELOPE:
         msg = EnvelopeResponse(ENVELOPE_RESPONSE, src, reply.to, reply.listener, reply.key,
                                env_err, inner_err)
+    elif reply.how == REPLY_CREATE_TOPICS:
+        msg = CreateTopicsResponse(CREATE_TOPICS_RESPONSE, src, reply.to, reply.listener,
+                                   reply.key, env_err or inner_err, 0)
     elif reply.how == REPLY_REGISTRATION:
         msg = ControllerRegistrationResponse(REGISTRATION_RESPONSE, src, reply.to, reply.listener,
                                              reply.to, env_err or inner_err, reply.key)
@@ -305,9 +315,11 @@ def _forget_replies(s: State, keep) -> State:
 def _replies_to(n: int, item: Item | None = None):
     """A predicate for ``_forget_replies``: replies that do NOT go to node ``n`` (on the
     connection of channel item ``item``, or on any of its connections)."""
-    how = None if item is None else (REPLY_ENVELOPE if item.kind == FORWARD else REPLY_REGISTRATION)
-    # a reply's key is the client (envelopes) or the incarnation (registrations)
-    key = None if item is None else (item.client if item.kind == FORWARD else item.incarnation_id)
+    how = None if item is None else {FORWARD: REPLY_ENVELOPE, REGISTRATION: REPLY_REGISTRATION,
+                                     TOPIC_CREATION: REPLY_CREATE_TOPICS}[item.kind]
+    # a reply's key is the client (envelopes), the incarnation (registrations) or the topic
+    # (a broker's own CreateTopics): the item's second field
+    key = None if item is None else item[1]
 
     def keep(reply: Reply) -> bool:
         if reply.how == REPLY_CLIENT or reply.to != n:
@@ -321,6 +333,9 @@ def _on_connection(m: Msg, n: int, item: Item) -> bool:
     if item.kind == FORWARD:
         return ((m.kind == ENVELOPE_REQUEST and m.src == n and m.client == item.client)
                 or (m.kind == ENVELOPE_RESPONSE and m.dst == n and m.client == item.client))
+    if item.kind == TOPIC_CREATION:
+        return ((m.kind == CREATE_TOPICS_REQUEST and m.src == n and m.topic == item.topic)
+                or (m.kind == CREATE_TOPICS_RESPONSE and m.dst == n and m.topic == item.topic))
     return ((m.kind == REGISTRATION_REQUEST and m.src == n
              and m.incarnation_id == item.incarnation_id)
             or (m.kind == REGISTRATION_RESPONSE and m.dst == n
@@ -350,6 +365,10 @@ def _controller_accepts_mutation(s: State, cfg: ModelConfig, d: Design, r: int, 
     if q.leader != r:
         # QuorumController: the write event fails with NotControllerException (R-13, F-28).
         return _reply_not_controller(s, cfg, d, r, reply)
+    spec = cfg.clients[req]
+    if spec.mutation_api == kafka.CREATE_TOPICS and spec.topic_name in cfg.create_topic_policy:
+        # ReplicationControlManager runs create.topic.policy.class.name (AT-5)
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.POLICY_VIOLATION)
     record = MutationRecord(MUTATION_RECORD, req, 0, q.epoch, r, via_envelope, sender_ca)
     if d.ack_before_commit:
         s = _send_reply(s, cfg, r, reply, kafka.NONE, kafka.NONE)
@@ -396,8 +415,9 @@ def _receive_envelope(s: State, cfg: ModelConfig, d: Design, r: int, req: int, v
         return _send_reply(s, cfg, r, reply, kafka.UNSUPPORTED_VERSION, kafka.NONE)    # F-29e
     # F-30: the inner request runs as the forwarded principal.
     acting = sender_principal if d.authorize_as_forwarder else inner_principal
-    if not cfg.allows(acting, kafka.API_OPERATION[spec.api]):
-        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.API_DENIED_ERROR[spec.api])
+    if not cfg.allows(acting, kafka.API_OPERATION[spec.mutation_api]):
+        return _send_reply(s, cfg, r, reply, kafka.NONE,
+                           kafka.API_DENIED_ERROR[spec.mutation_api])
     return _controller_accepts_mutation(s, cfg, d, r, req, reply, True, privileged, sender_ca)
 
 
@@ -478,6 +498,10 @@ def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State
         return _respond(s, c, Response(kafka.NETWORK_EXCEPTION))
     if spec.kind == DESCRIBE:
         return _node_handles_describe_cluster(s, cfg, d, c, n, listener)
+    if spec.kind == FIND_COORDINATOR:
+        return _broker_finds_coordinator(s, cfg, d, n, c)                          # AT-1
+    if spec.kind == METADATA:
+        return _broker_handles_metadata(s, cfg, d, n, c)                           # AT-2
     reply = Reply(REPLY_CLIENT, c, c, listener)
     if spec.kind == FORGED_ENVELOPE:
         # A client that writes its own EnvelopeRequest (KAFKA-12168's trust boundary).
@@ -509,6 +533,73 @@ def _broker_forwards_request(s: State, n: int, c: int) -> State:
     clients[c] = clients[c]._replace(forwarded=True, sent_at=s.now)
     s = replace(s, clients=tuple(clients))
     return _set_node(s, n, replace(node, channel=ch._replace(queue=ch.queue + (item,))))
+
+
+# --------------------------------------------------------------------------------------------
+# topics a request needs: FindCoordinator's internal topic, Metadata's auto-creation (AT-1..AT-5)
+
+
+def topic_exists(cfg: ModelConfig, records, topic: int) -> bool:
+    """The topic is in these metadata-log records: a TopicRecord for it, or the record of a
+    client's CreateTopics (forwarded, or a Metadata request's auto-creation) of it."""
+    for rec in records:
+        if rec.kind == TOPIC_RECORD and rec.topic == topic:
+            return True
+        if rec.kind == MUTATION_RECORD:
+            spec = cfg.clients[rec.client]
+            if (spec.mutation_api == kafka.CREATE_TOPICS
+                    and cfg.topic_index(spec.topic_name) == topic):
+                return True
+    return False
+
+
+def _broker_creates_topic(s: State, n: int, topic: int) -> State:
+    """AT-3: AutoTopicCreationManager.createTopics for a topic the broker needs itself: a topic
+    already in flight on this broker is not sent again; otherwise a CreateTopicsRequest goes on
+    the forwarding channel, without an Envelope (AT-4), and counts as in flight until it
+    completes or times out."""
+    node = s.nodes[n]
+    ch = node.channel
+    for it in ((ch.inflight,) if ch.inflight else ()) + ch.queue:
+        if it.kind == TOPIC_CREATION and it.topic == topic:
+            return s
+    item = TopicCreationItem(TOPIC_CREATION, topic, s.now, False)
+    return _set_node(s, n, replace(node, channel=ch._replace(queue=ch.queue + (item,))))
+
+
+def _broker_finds_coordinator(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> State:
+    """AT-1: FindCoordinator for a group needs DESCRIBE on the group; the coordinator lives on
+    the internal __consumer_offsets: if the broker's metadata image has no such topic it asks
+    for its creation, fire-and-forget, and answers COORDINATOR_NOT_AVAILABLE now (the client
+    retries).  No CREATE authorization of the client is done for an internal topic."""
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.DESCRIBE_GROUP):
+        return _respond(s, c, Response(kafka.GROUP_AUTHORIZATION_FAILED))
+    topic = cfg.topic_index(kafka.CONSUMER_OFFSETS)
+    if topic_exists(cfg, s.quorum.log[:s.nodes[n].replayed], topic):
+        return _respond(s, c, Response(kafka.NONE))             # the coordinator's endpoint
+    s = _broker_creates_topic(s, n, topic)
+    return _respond(s, c, Response(kafka.COORDINATOR_NOT_AVAILABLE))
+
+
+def _broker_handles_metadata(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> State:
+    """AT-2: a Metadata request for a topic, with AllowAutoTopicCreation (and
+    auto.create.topics.enable): DESCRIBE on the topic, then, for a topic the broker's image
+    lacks, CREATE (on the cluster or the topic), then the CreateTopics goes to the controller in
+    an Envelope with the client's principal (AT-4).  KIP-590: the broker waits for the answer and
+    replies a fatal error if the creation failed; under auto-create-errors-only-logged (Kafka
+    3.8.0, AT-5) it answers UNKNOWN_TOPIC_OR_PARTITION at once and only logs the answer."""
+    spec = cfg.clients[c]
+    if not cfg.allows(spec.principal, kafka.DESCRIBE_TOPIC):
+        return _respond(s, c, Response(kafka.TOPIC_AUTHORIZATION_FAILED))
+    if topic_exists(cfg, s.quorum.log[:s.nodes[n].replayed], cfg.topic_index(spec.topic_name)):
+        return _respond(s, c, Response(kafka.NONE))
+    if not cfg.allows(spec.principal, kafka.API_OPERATION[kafka.CREATE_TOPICS]):
+        return _respond(s, c, Response(kafka.TOPIC_AUTHORIZATION_FAILED))
+    s = _broker_forwards_request(s, n, c)
+    if d.auto_create_errors_only_logged:
+        return _respond(s, c, Response(kafka.UNKNOWN_TOPIC_OR_PARTITION))
+    return s
 
 
 def _controller_handles_client_mutation(s: State, cfg: ModelConfig, d: Design, n: int, c: int,
@@ -611,6 +702,10 @@ def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> Stat
                               s.clients[item.client].version, item.hops,
                               principal_index(cfg, cfg.nodes[n].principal))
         versions = cfg.nodes[p].api_max          # learned from ApiVersions on connect (F-35)
+    elif item.kind == TOPIC_CREATION:
+        msg = CreateTopicsRequest(CREATE_TOPICS_REQUEST, n, p, listener, item.topic, 0, 0,
+                                  principal_index(cfg, cfg.nodes[n].principal))
+        versions = cfg.nodes[p].api_max
     else:
         msg = ControllerRegistrationRequest(
             REGISTRATION_REQUEST, n, p, listener, n, item.incarnation_id,
@@ -676,7 +771,10 @@ def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
     if not _waiting(s, m.client):
         return s
     if m.error == kafka.NONE:
-        response = Response(m.inner_error, retried=item.requeued)
+        code = m.inner_error
+        if code == kafka.NONE and cfg.clients[m.client].kind == METADATA:
+            code = kafka.LEADER_NOT_AVAILABLE       # created; its leader is not known yet
+        response = Response(code, retried=item.requeued)
     elif m.error == kafka.UNSUPPORTED_VERSION:
         # The forwarder closes the client connection so it renegotiates (KAFKA-10674).
         response = Response(kafka.NETWORK_EXCEPTION, envelope_error=m.error,
@@ -705,6 +803,8 @@ def _response_matches(s: State, m: Msg) -> bool:
         return False
     if m.kind == ENVELOPE_RESPONSE:
         return inflight.kind == FORWARD and inflight.client == m.client
+    if m.kind == CREATE_TOPICS_RESPONSE:
+        return inflight.kind == TOPIC_CREATION and inflight.topic == m.topic
     return (inflight.kind == REGISTRATION
             and inflight.incarnation_id == m.incarnation_id == node.incarnation)
 
@@ -723,6 +823,51 @@ def controller_handles_envelope(s: State, cfg: ModelConfig, d: Design, m: Msg) -
     sender = cfg.principal_names[m.sender_principal]
     return _receive_envelope(s, cfg, d, m.dst, m.client, m.version, m.hops, m.listener, sender,
                              reply)
+
+
+def controller_handles_create_topics(s: State, cfg: ModelConfig, d: Design,
+                                     m: Msg) -> State | None:
+    """A broker's own CreateTopicsRequest at a KRaft controller (AT-4, AT-5):
+    ControllerApis.handleCreateTopics authorizes CREATE for the connection's principal (the
+    broker), QuorumController's write fails on a controller that is not active (R-13);
+    ReplicationControlManager runs create.topic.policy.class.name and refuses a topic that
+    exists; otherwise the TopicRecord is appended and answered once committed (R-17)."""
+    s = replace(s, network=s.network - {m})
+    r = m.dst
+    reply = Reply(REPLY_CREATE_TOPICS, m.src, m.topic, m.listener)
+    sender = cfg.principal_names[m.sender_principal]
+    if not cfg.allows(sender, kafka.API_OPERATION[kafka.CREATE_TOPICS]):
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.TOPIC_AUTHORIZATION_FAILED)
+    q = s.quorum
+    if q.leader != r:
+        return _reply_not_controller(s, cfg, d, r, reply)
+    if (cfg.topic_names[m.topic] in cfg.create_topic_policy
+            and not d.internal_topics_bypass_policy):
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.POLICY_VIOLATION)
+    if topic_exists(cfg, _leader_view(q), m.topic):
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.TOPIC_ALREADY_EXISTS)
+    rec = TopicRecord(TOPIC_RECORD, m.topic, 0, q.epoch, r, False,
+                      cfg.allows(sender, kafka.CLUSTER_ACTION), m.sender_principal)
+    return replace(s, quorum=replace(q, uncommitted=q.uncommitted + ((rec, reply),)))
+
+
+def broker_handles_create_topics_response(s: State, cfg: ModelConfig, d: Design,
+                                          m: Msg) -> State | None:
+    """The answer to a broker's own CreateTopicsRequest: NOT_CONTROLLER re-queues it at the
+    front and forgets the controller (F-21.4); any other answer completes it, which clears the
+    topic's in-flight mark and is only logged (AT-5): nobody waits for it."""
+    n = m.dst
+    node = s.nodes[n]
+    ch = node.channel
+    if (not node.alive or not ch.inflight or ch.inflight.kind != TOPIC_CREATION
+            or ch.inflight.topic != m.topic or ch.cached != m.src):
+        return None
+    s = replace(s, network=s.network - {m})
+    if m.error == kafka.NOT_CONTROLLER:
+        node = _requeue_front(node)
+        return _set_node(s, n, replace(node, not_controller_from=node.not_controller_from
+                                       | {m.src}))
+    return _set_node(s, n, replace(node, channel=ch._replace(inflight=())))
 
 
 def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:

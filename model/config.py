@@ -24,6 +24,9 @@ BROKER, CONTROLLER = "broker", "controller"
 CLIENT_LISTENER, INTER_BROKER_LISTENER, CONTROLLER_LISTENER = "client", "inter_broker", "controller"
 # what a client does
 MUTATION, DESCRIBE, FORGED_ENVELOPE = "mutation", "describe", "forged_envelope"
+# ... or asks for a group's coordinator (FindCoordinator, AT-1), or for a topic's metadata with
+# AllowAutoTopicCreation (Metadata, AT-2): both may make the broker create a topic
+FIND_COORDINATOR, METADATA = "find_coordinator", "metadata"
 
 
 # an advertised host left blank: the node resolves it to its canonical host name (EP-3)
@@ -66,6 +69,21 @@ class ClientSpec:
     api: int = kafka.CREATE_TOPICS
     endpoint_type: int = kafka.ENDPOINT_BROKER   # DescribeCluster v1 EndpointType
     claimed_principal: str = ""  # FORGED_ENVELOPE: the principal written into RequestPrincipal
+    topic: str = ""             # METADATA: the topic it asks for (default: "<name>-topic")
+
+    @property
+    def mutation_api(self) -> int:
+        """The API of the mutation the request makes at the controller: a Metadata request's
+        auto-creation is a CreateTopics (AT-2, AT-4)."""
+        return kafka.CREATE_TOPICS if self.kind == METADATA else self.api
+
+    @property
+    def topic_name(self) -> str:
+        """The topic the request creates or needs: FindCoordinator's group coordinator needs
+        the internal __consumer_offsets (AT-1)."""
+        if self.kind == FIND_COORDINATOR:
+            return kafka.CONSUMER_OFFSETS
+        return self.topic or f"{self.name}-topic"
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,13 @@ class ModelConfig:
     # ZK brokers register the ephemeral /brokers/ids/N with their advertised endpoints, again
     # after every session expiry, and answer DescribeCluster from those registrations (ZB-*)
     zk_broker_registration: bool = False
+    # KRaft brokers create the topics requests need through the active controller: the
+    # internal __consumer_offsets for FindCoordinator, as the broker itself and without an
+    # Envelope, and a Metadata request's auto-created topic in an Envelope with the client's
+    # principal (AT-1..AT-5); ``create_topic_policy`` names the topics the controller's
+    # create.topic.policy.class.name refuses (POLICY_VIOLATION)
+    internal_topics: bool = False
+    create_topic_policy: tuple = ()
     # ZK-to-KRaft migration (MG-1..MG-7): the brokers run with
     # zookeeper.metadata.migration.enable, the configuration's KRaft controllers (role
     # CONTROLLER, in ZK mode) may claim /controller (MG-5) and then take the brokers' forwarded
@@ -149,6 +174,20 @@ class ModelConfig:
         names |= {c.claimed_principal for c in self.clients if c.claimed_principal}
         names |= {p for p, _ in self.acls}
         return tuple(sorted(names))
+
+    @cached_property
+    def topic_names(self) -> tuple:
+        """Every topic a client's request creates or needs, and every topic the create-topic
+        policy names, sorted: messages and records carry indices here."""
+        names = {c.topic_name for c in self.clients} | set(self.create_topic_policy)
+        return tuple(sorted(names))
+
+    @cached_property
+    def _topic_indices(self) -> dict:
+        return {name: i for i, name in enumerate(self.topic_names)}
+
+    def topic_index(self, name: str) -> int:
+        return self._topic_indices[name]
 
     def endpoints_per_run(self, node: int) -> bool:
         """The node advertises a listener with port 0: each process run binds its own port
@@ -217,6 +256,13 @@ class ModelConfig:
             # lifecycle_to and the heartbeat sessions name nodes: the permutation of
             # model/symmetry.py does not rename them
             raise ValueError(f"{self.name}: symmetric_groups with broker_registration")
+        if self.create_topic_policy and not self.internal_topics:
+            # the policy (AT-5) comes with the topics requests need, whose configurations the
+            # Z3 encoding refuses: it does not state the policy for a client's CreateTopics
+            raise ValueError(f"{self.name}: create_topic_policy needs internal_topics")
+        if self.internal_topics and self.mode != KRAFT:
+            raise ValueError(f"{self.name}: internal_topics is KRaft brokers' topic creation "
+                             f"through the controller")
         if self.migration and self.mode != ZK:
             raise ValueError(f"{self.name}: migration is the ZK-to-KRaft migration of a ZK "
                              f"cluster")
@@ -234,6 +280,10 @@ class ModelConfig:
                 raise ValueError(f"{self.name}: legacy_ibp_brokers names {b}, not a broker of "
                                  f"a migration")
         for c in self.clients:
+            if c.kind in (FIND_COORDINATOR, METADATA) and (
+                    not self.internal_topics or self.nodes[c.node].role != BROKER):
+                raise ValueError(f"{self.name}: client {c.name}: FindCoordinator and Metadata "
+                                 f"go to a broker of a configuration with internal_topics")
             if self.migration and self.nodes[c.node].role != BROKER:
                 raise ValueError(f"{self.name}: client {c.name}: in a migration clients talk "
                                  f"to brokers")
@@ -290,6 +340,8 @@ class Design:
     claims_before_brokers_ready: bool = False
     entity_config_write_unchecked: bool = False
     entity_config_check_passes_recreated_controller: bool = False
+    internal_topics_bypass_policy: bool = False
+    auto_create_errors_only_logged: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -532,6 +584,25 @@ VARIANTS = {v.name: v for v in (
             "tryRegisterKRaftControllerAsActiveController (Delete + Create /controller), "
             "3.8.0; MG-6, MG-7", ("P1",),
             ("entity_config_check_passes_recreated_controller",), "zk-migration", kind=FINDING),
+    Variant("internal-topics-bypass-policy",
+            "the active controller creates the topics a broker asks for itself (the internal "
+            "topic a FindCoordinator needs) without running create.topic.policy.class.name, as "
+            "ZooKeeper brokers did when they created internal topics with their own ZooKeeper "
+            "client",
+            "KIP-590 Internal CreateTopicsRequest Routing: 'at the moment the direct ZK access "
+            "bypasses the CreateTopicPolicy. This is in fact a hole in the topic creation logic "
+            "that we should fix'; AT-5, AT-6 (no exemption for internal topics)", ("P11",),
+            ("internal_topics_bypass_policy",), "kraft-internal-topics-policy"),
+    Variant("auto-create-errors-only-logged",
+            "Kafka as read at 3.8.0: a KRaft broker answers a Metadata request that needs "
+            "auto-creation with UNKNOWN_TOPIC_OR_PARTITION at once and only logs the "
+            "controller's answer to its CreateTopics, so a creation the controller refuses "
+            "(POLICY_VIOLATION) leaves the client retrying a topic that will never exist",
+            "KIP-590 Internal CreateTopicsRequest Routing: 'if a MetadataRequest tries to create "
+            "an internal topic but failed, receiving broker will reply a fatal error to let the "
+            "client fail fast'; AT-5 (AutoTopicCreationManager L171-187 logs the response at "
+            "debug); docs/findings/auto-create-errors-only-logged.md", ("P11",),
+            ("auto_create_errors_only_logged",), "kraft-internal-topics", kind=FINDING),
 )}
 
 

@@ -14,14 +14,16 @@ from dataclasses import replace
 
 from model import kafka
 from model.config import (BROKER, CLIENT_LISTENER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE,
-                          FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT, MUTATION, WILDCARD_HOST,
-                          ZK, ClientSpec, Listener, ModelConfig, NodeSpec)
+                          FIND_COORDINATOR, FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT,
+                          METADATA, MUTATION, WILDCARD_HOST, ZK, ClientSpec, Listener,
+                          ModelConfig, NodeSpec)
 
 CLIENT = Listener("CLIENT", "SASL_SSL", CLIENT_LISTENER)
 INTERNAL = Listener("INTERNAL", "SSL", INTER_BROKER_LISTENER)
 CONTROLLER_L = Listener("CONTROLLER", "SSL", CONTROLLER_LISTENER)
 
-_ALL_OPS = ("CREATE_TOPIC", "ALTER_CONFIGS", kafka.ALTER_CLUSTER)
+_ALL_OPS = ("CREATE_TOPIC", "ALTER_CONFIGS", kafka.ALTER_CLUSTER, kafka.DESCRIBE_GROUP,
+            kafka.DESCRIBE_TOPIC)
 ACLS = frozenset({("admin", op) for op in _ALL_OPS}
                  | {("broker", op) for op in _ALL_OPS + (kafka.CLUSTER_ACTION,)}
                  | {("broker-b3", op) for op in _ALL_OPS})
@@ -345,13 +347,51 @@ ZK_MIGRATION_BOUNCE = ModelConfig(
                "mutation-forwarded-to-kraft-controller", "mutation-acknowledged"),
 )
 
+def _find_coordinator(name, node, principal="admin"):
+    return ClientSpec(name, principal, FIND_COORDINATOR, node, "CLIENT", kafka.FIND_COORDINATOR)
+
+
+def _metadata(name, node, topic, principal="admin"):
+    return ClientSpec(name, principal, METADATA, node, "CLIENT", kafka.METADATA, topic=topic)
+
+
+KRAFT_INTERNAL_TOPICS = ModelConfig(
+    name="kraft-internal-topics",
+    description="Topics created for requests that need them: C1 leads; F1 and F2 ask B2 for a "
+                "group coordinator, so B2 creates __consumer_offsets through C1 as itself; M1 "
+                "asks B2 for the metadata of 'orders' with auto-creation, which B2 sends to "
+                "C1 in an Envelope, and the create-topic policy refuses 'orders'.",
+    mode=KRAFT, nodes=(_controller("C1"), _broker("B2")),
+    clients=(_find_coordinator("F1", 1), _find_coordinator("F2", 1),
+             _metadata("M1", 1, "orders")),
+    acls=ACLS, initial_controller=0, internal_topics=True, create_topic_policy=("orders",),
+    max_time=2,
+    witnesses=("internal-topic-created", "coordinator-not-available", "coordinator-found",
+               "auto-creation-refused-by-policy"),
+)
+
+KRAFT_INTERNAL_TOPICS_POLICY = ModelConfig(
+    name="kraft-internal-topics-policy",
+    description="The create-topic policy and internal topics: C1 leads and its policy refuses "
+                "__consumer_offsets; F1 asks B2 for a group coordinator, so B2 asks C1 to "
+                "create __consumer_offsets as itself; M1 asks B2 for the metadata of "
+                "'payments' with auto-creation, which the policy allows.",
+    mode=KRAFT, nodes=(_controller("C1"), _broker("B2")),
+    clients=(_find_coordinator("F1", 1), _metadata("M1", 1, "payments")),
+    acls=ACLS, initial_controller=0, internal_topics=True,
+    create_topic_policy=(kafka.CONSUMER_OFFSETS,), max_time=2,
+    witnesses=("internal-topic-refused-by-policy", "coordinator-not-available",
+               "auto-created-topic-answered"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
                                KRAFT_MISCONFIGURED, KRAFT_REGISTRATION_LEADER_CHANGE,
                                KRAFT_BROKER_REGISTRATION, KRAFT_CONTROLLER_ENDPOINTS,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
-                               ZK_MIGRATION, ZK_MIGRATION_BOUNCE,
+                               ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
+                               KRAFT_INTERNAL_TOPICS_POLICY,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

@@ -18,15 +18,16 @@ from __future__ import annotations
 from model import kafka
 from model.actions import (advertised_version, broker_registration, epoch_holder,
                            latest_registration, metadata_version, provider_controller)
-from model.config import DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK, Design, ModelConfig
+from model.config import (DESCRIBE, FIND_COORDINATOR, FORGED_ENVELOPE, KRAFT, METADATA, MUTATION,
+                          ZK, Design, ModelConfig)
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_CHANGE, BROKER_REGISTRATION_REQUEST,
-                         BROKER_REGISTRATION_RESPONSE, ENVELOPE_REQUEST, ENVELOPE_RESPONSE,
-                         FEATURE_LEVEL, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME,
-                         NO_VERSIONS, REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION,
+                         BROKER_REGISTRATION_RESPONSE, CREATE_TOPICS_REQUEST,
+                         CREATE_TOPICS_RESPONSE, ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL,
+                         TOPIC_CREATION, TOPIC_RECORD, FENCED, FORWARD, MUTATION_RECORD, NO_NODE,
+                         NO_TIME, NO_VERSIONS, REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION,
                          REGISTRATION_REQUEST, REGISTRATION_RESPONSE, MSG_ARITY, Item, Msg,
-                         STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS, Record, Response, State,
-                         message)
+                         STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS, Record, Response, State, message)
 from model.step import Step
 
 # The record a controller appends for each mutation (QuorumController's replay types).
@@ -60,9 +61,17 @@ def _api(cfg: ModelConfig, c: int) -> str:
 
 
 def _request(cfg: ModelConfig, c: int, version: int | None = None) -> str:
-    """'A1's CreateTopics v7'."""
+    """'A1's CreateTopics v7'; for a Metadata request's auto-creation, the CreateTopics it
+    makes."""
     v = f" v{version}" if version is not None else ""
+    if 0 <= c < len(cfg.clients) and cfg.clients[c].kind == METADATA:
+        return (f"the CreateTopics{v} of {_topic(cfg.clients[c].topic_name)} for "
+                f"{_client(cfg, c)}'s Metadata")
     return f"{_client(cfg, c)}'s {_api(cfg, c)}{v}"
+
+
+def _topic(name: str) -> str:
+    return f"topic {name}"
 
 
 def _err(code: int) -> str:
@@ -123,8 +132,11 @@ def describe_record(cfg: ModelConfig, rec: Record) -> str:
         what = {FENCED: "fencing"}.get(rec.fenced, "unfencing" if rec.fenced else "not changing")
         return (f"a BrokerRegistrationChangeRecord {what} {node_name(cfg, rec.broker_id)}'s "
                 f"registration of broker epoch {rec.broker_epoch}")
+    if rec.kind == TOPIC_RECORD:
+        return (f"a TopicRecord for {_topic(cfg.topic_names[rec.topic])}, created as "
+                f"{cfg.principal_names[rec.principal]}")
     spec = cfg.clients[rec.client] if 0 <= rec.client < len(cfg.clients) else None
-    kind = _RECORD_OF_API.get(spec.api if spec else None, "metadata record")
+    kind = _RECORD_OF_API.get(spec.mutation_api if spec else None, "metadata record")
     return f"the {kind} of {_request(cfg, rec.client)}"
 
 
@@ -172,12 +184,21 @@ def describe_msg(cfg: ModelConfig, m: Msg) -> str:
     if m.kind == BROKER_HEARTBEAT_RESPONSE:
         fenced = "" if m.error != kafka.NONE else (", fenced" if m.is_fenced else ", not fenced")
         return f"{src}'s BrokerHeartbeatResponse to {dst} (error {_err(m.error)}{fenced})"
+    if m.kind == CREATE_TOPICS_REQUEST:
+        return (f"{src}'s own CreateTopicsRequest to {dst} on {_listener(cfg, m.listener)} for "
+                f"{_topic(cfg.topic_names[m.topic])}")
+    if m.kind == CREATE_TOPICS_RESPONSE:
+        return (f"{src}'s CreateTopicsResponse to {dst} for {_topic(cfg.topic_names[m.topic])} "
+                f"(error {_err(m.error)})")
     return f"an unknown message from {src} to {dst}"
 
 
 def _item(cfg: ModelConfig, n: int, item: Item) -> str:
     if item.kind == FORWARD:
         return _request(cfg, item.client)
+    if item.kind == TOPIC_CREATION:
+        return (f"{node_name(cfg, n)}'s own CreateTopicsRequest for "
+                f"{_topic(cfg.topic_names[item.topic])}")
     return (f"{node_name(cfg, n)}'s ControllerRegistrationRequest for incarnation_id "
             f"{item.incarnation_id}")
 
@@ -322,6 +343,12 @@ def _sent(cfg: ModelConfig, m: Msg) -> str:
         return f"{src} answers {dst}'s BrokerHeartbeatRequest with {_err(m.error)}{fenced}"
     if m.kind in (BROKER_REGISTRATION_REQUEST, BROKER_HEARTBEAT_REQUEST):
         return f"{src} sends {describe_msg(cfg, m)[len(src) + 3:]}"
+    if m.kind == CREATE_TOPICS_REQUEST:
+        return (f"{src} sends {dst} a CreateTopicsRequest for {_topic(cfg.topic_names[m.topic])} "
+                f"as itself, without an Envelope, on {_listener(cfg, m.listener)}")
+    if m.kind == CREATE_TOPICS_RESPONSE:
+        return (f"{src} answers {dst}'s CreateTopicsRequest for "
+                f"{_topic(cfg.topic_names[m.topic])} with {_err(m.error)}")
     return (f"{src} sends a ControllerRegistrationRequest for incarnation_id {m.incarnation_id} "
             f"to {dst} on {_listener(cfg, m.listener)}{_unresolved(m)}")
 
@@ -391,6 +418,10 @@ def _client_sends_request(cfg, c, b, a):
                 f"{api}{v},")
     elif spec.kind == DESCRIBE:
         what = f"DescribeCluster for {_ENDPOINT_TYPES.get(spec.endpoint_type, 'UNKNOWN')} endpoints"
+    elif spec.kind == FIND_COORDINATOR:
+        what = "FindCoordinator for its group"
+    elif spec.kind == METADATA:
+        what = f"Metadata for {_topic(spec.topic_name)}, allowing auto-creation,"
     else:
         what = api + (f" v{version}" if version is not None else "")
     main = f"{spec.name} (principal {spec.principal}) sends {what} to {node} on {spec.listener}"
@@ -400,10 +431,14 @@ def _client_sends_request(cfg, c, b, a):
     if not b.nodes[spec.node].alive:
         return f"{main}: {node} is down, so the connection fails with NETWORK_EXCEPTION"
     if a.clients[c].forwarded and not b.clients[c].forwarded:
-        effects.append(f"{node} is not the controller and queues it on its controller channel, "
-                       f"to forward in an EnvelopeRequest")
+        what = ("the topic is missing: it queues the CreateTopics on its controller channel, to "
+                "send in an EnvelopeRequest with the client's principal" if spec.kind == METADATA
+                else "it queues it on its controller channel, to forward in an EnvelopeRequest")
+        effects.append(f"{node} is not the controller: {what}" if spec.kind != METADATA
+                       else f"{node}: {what}")
+        effects += _effects(cfg, b, a, skip=("channel",))
         return _with(main, effects)
-    return _with(main, _effects(cfg, b, a, skip=("channel",)))
+    return _with(main, _effects(cfg, b, a))
 
 
 def _broker_learns_controller(cfg, n, b, a):
@@ -458,6 +493,9 @@ def _channel_sends_request(cfg, n, b, a):
     if item.kind == FORWARD:
         main = (f"{name} {verb} {_request(cfg, item.client, b.clients[item.client].version)} "
                 f"to {pname} in an EnvelopeRequest{on}")
+    elif item.kind == TOPIC_CREATION:
+        main = (f"{name} {verb} its own CreateTopicsRequest for "
+                f"{_topic(cfg.topic_names[item.topic])} to {pname}{on}, as itself")
     else:
         main = (f"{name} {verb} a ControllerRegistrationRequest for incarnation_id "
                 f"{item.incarnation_id} to {pname}{on}")
@@ -486,7 +524,7 @@ def _channel_times_out_request(cfg, n, b, a):
         return f"{name}'s controller channel gives up on a request past its timeout"
     item, closed = _timed_out_item(cfg, n, b, a)
     what = _item(cfg, n, item)
-    if item.kind == FORWARD:
+    if item.kind in (FORWARD, TOPIC_CREATION):
         timeout = f"its retry timeout of {_plural(cfg.forward_timeout, 'tick')}"
     else:
         timeout = f"the registration timeout of {_plural(cfg.registration_timeout, 'tick')}"
@@ -547,6 +585,29 @@ def _broker_handles_envelope_response(cfg, msg, b, a):
     effects = _effects(cfg, b, a, consumed=m)
     if not effects and m.error != kafka.NOT_CONTROLLER:
         effects.append(f"{_client(cfg, m.client)} already has its answer")
+    return _with(main, effects)
+
+
+def _controller_handles_create_topics(cfg, msg, b, a):
+    m = message(msg)
+    main = (f"{_role(cfg, b, m.dst)} handles {node_name(cfg, m.src)}'s own CreateTopicsRequest "
+            f"for {_topic(cfg.topic_names[m.topic])}")
+    if b is None or a is None:
+        return main
+    return _with(main, _effects(cfg, b, a, consumed=m))
+
+
+def _broker_handles_create_topics_response(cfg, msg, b, a):
+    m = message(msg)
+    dst, src = node_name(cfg, m.dst), node_name(cfg, m.src)
+    main = (f"{dst} handles {src}'s CreateTopicsResponse for "
+            f"{_topic(cfg.topic_names[m.topic])}, which says {_err(m.error)}")
+    if b is None or a is None:
+        return main
+    effects = _effects(cfg, b, a, consumed=m)
+    if m.error != kafka.NOT_CONTROLLER:
+        effects.insert(0, f"the topic is no longer in flight on {dst}, and the answer is only "
+                          f"logged")
     return _with(main, effects)
 
 
@@ -930,6 +991,8 @@ _STEPS = {
     "channel_times_out_request": _channel_times_out_request,
     "controller_handles_envelope": _controller_handles_envelope,
     "broker_handles_envelope_response": _broker_handles_envelope_response,
+    "controller_handles_create_topics": _controller_handles_create_topics,
+    "broker_handles_create_topics_response": _broker_handles_create_topics_response,
     "controller_sends_registration": _controller_sends_registration,
     "controller_handles_registration": _controller_handles_registration,
     "controller_handles_registration_response": _controller_handles_registration_response,

@@ -15,6 +15,7 @@ from model import actions as A
 from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
+                         CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE,
                          ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, MSG_KIND_NAMES,
                          MSG_ARITY, REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, Client, FeatureLevelRecord, Node, Quorum, NO_NODE,
@@ -52,7 +53,7 @@ class ActionSpec:
 
 _ALL_MSGS = (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE,
              BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE, BROKER_HEARTBEAT_REQUEST,
-             BROKER_HEARTBEAT_RESPONSE)
+             BROKER_HEARTBEAT_RESPONSE, CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE)
 _LIFECYCLE_RESPONSES = (BROKER_REGISTRATION_RESPONSE, BROKER_HEARTBEAT_RESPONSE)
 
 # The order is the Next order.
@@ -66,6 +67,10 @@ ACTION_TABLE = (
                (ENVELOPE_REQUEST,)),
     ActionSpec("broker_handles_envelope_response", A.broker_handles_envelope_response, MSG_ARG,
                (ENVELOPE_RESPONSE,)),
+    ActionSpec("controller_handles_create_topics", A.controller_handles_create_topics, MSG_ARG,
+               (CREATE_TOPICS_REQUEST,), mode=KRAFT, requires="internal_topics"),
+    ActionSpec("broker_handles_create_topics_response", A.broker_handles_create_topics_response,
+               MSG_ARG, (CREATE_TOPICS_RESPONSE,), mode=KRAFT, requires="internal_topics"),
     ActionSpec("controller_sends_registration", A.controller_sends_registration, NODE_ARG,
                role=CONTROLLER, requires="registration"),
     ActionSpec("controller_handles_registration", A.controller_handles_registration, MSG_ARG,
@@ -86,7 +91,8 @@ ACTION_TABLE = (
     ActionSpec("controller_fences_stale_broker", A.controller_fences_stale_broker, NODE_ARG,
                mode=KRAFT, role=BROKER, requires="broker_registration"),
     ActionSpec("node_discards_stale_response", A.node_discards_stale_response, MSG_ARG,
-               (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + _LIFECYCLE_RESPONSES),
+               (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + _LIFECYCLE_RESPONSES
+               + (CREATE_TOPICS_RESPONSE,)),
     ActionSpec("controller_processes_event", A.controller_processes_event, NODE_ARG, mode=ZK),
     ActionSpec("controller_commits_records", A.controller_commits_records, NONE_ARG,
                mode=KRAFT),

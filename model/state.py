@@ -44,22 +44,25 @@ NO_NODE = -1
 NO_TIME = -1
 NO_VERSIONS = -1
 
-# channel item kinds (NodeToControllerChannelManager has one channel per purpose)
-FORWARD, REGISTRATION = 0, 1
+# channel item kinds (NodeToControllerChannelManager has one channel per purpose; a broker's
+# auto-created topics share its forwarding channel, AT-4)
+FORWARD, REGISTRATION, TOPIC_CREATION = 0, 1, 2
 # message kinds on the network between nodes
 ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST, REGISTRATION_RESPONSE = 0, 1, 2, 3
 BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE = 4, 5
 BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE = 6, 7
+CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE = 8, 9
 MSG_KIND_NAMES = ("EnvelopeRequest", "EnvelopeResponse", "ControllerRegistrationRequest",
                   "ControllerRegistrationResponse", "BrokerRegistrationRequest",
                   "BrokerRegistrationResponse", "BrokerHeartbeatRequest",
-                  "BrokerHeartbeatResponse")
+                  "BrokerHeartbeatResponse", "CreateTopicsRequest", "CreateTopicsResponse")
 # a broker's BrokerLifecycleManager talks to the active controller with these
 LIFECYCLE_REQUESTS = (BROKER_REGISTRATION_REQUEST, BROKER_HEARTBEAT_REQUEST)
 LIFECYCLE_RESPONSES = (BROKER_REGISTRATION_RESPONSE, BROKER_HEARTBEAT_RESPONSE)
 # metadata-log record kinds
 FEATURE_LEVEL, REGISTER_CONTROLLER, MUTATION_RECORD = 0, 1, 2
 REGISTER_BROKER, BROKER_REGISTRATION_CHANGE = 3, 4
+TOPIC_RECORD = 5
 # BrokerRegistrationChangeRecord.Fenced (an int8): -1 unfenced, 0 no change, 1 fenced (BH-10)
 UNFENCED, FENCED = -1, 1
 # the endpoints a registration carries: the node's advertised listeners resolved by process run
@@ -70,6 +73,7 @@ STATIC_ENDPOINTS, UNRESOLVED_ENDPOINTS = -1, -2
 # how a reply reaches its requester once a write is done
 REPLY_CLIENT, REPLY_ENVELOPE, REPLY_REGISTRATION = 0, 1, 2
 REPLY_BROKER_REGISTRATION, REPLY_HEARTBEAT = 3, 4
+REPLY_CREATE_TOPICS = 5
 
 
 class ForwardItem(NamedTuple):
@@ -95,9 +99,23 @@ class RegistrationItem(NamedTuple):
     sent: int = -1
 
 
+class TopicCreationItem(NamedTuple):
+    """A broker's own CreateTopicsRequest for a topic a request needs (the internal topic of
+    FindCoordinator), queued on its forwarding channel without an Envelope (AT-3, AT-4): the
+    broker's AutoTopicCreationManager counts the topic in flight until the item completes or
+    times out.  In ForwardItem's positions."""
+    kind: int           # TOPIC_CREATION
+    topic: int          # index into ModelConfig.topic_names
+    created: int
+    requeued: bool
+    reserved: int = 1   # ForwardItem's hop count; never forwarded on
+    sent: int = -1
+
+
 # a channel item, whichever its kind; ``item(t)`` rebuilds one from its tuple
-Item = ForwardItem | RegistrationItem
-ITEM_TYPES = {FORWARD: ForwardItem, REGISTRATION: RegistrationItem}
+Item = ForwardItem | RegistrationItem | TopicCreationItem
+ITEM_TYPES = {FORWARD: ForwardItem, REGISTRATION: RegistrationItem,
+              TOPIC_CREATION: TopicCreationItem}
 
 
 def item(fields) -> Item:
@@ -218,17 +236,44 @@ class BrokerHeartbeatResponse(NamedTuple):
     registered_epoch: int = -1
 
 
+class CreateTopicsRequest(NamedTuple):
+    """AT-4: a broker's own CreateTopicsRequest for a topic, sent as itself on the controller
+    listener (no Envelope: FindCoordinator's internal topic)."""
+    kind: int           # CREATE_TOPICS_REQUEST
+    src: int
+    dst: int
+    listener: int
+    topic: int          # index into ModelConfig.topic_names
+    reserved5: int      # always 0
+    reserved6: int      # always 0
+    sender_principal: int = 0
+
+
+class CreateTopicsResponse(NamedTuple):
+    """The controller's answer: the topic's error (NONE once the TopicRecord is committed)."""
+    kind: int           # CREATE_TOPICS_RESPONSE
+    src: int
+    dst: int
+    listener: int
+    topic: int
+    error: int
+    reserved6: int      # always 0
+    sender_principal: int = 0
+
+
 # a message between nodes, whichever its kind; ``message(t)`` rebuilds one from its tuple
 Msg = EnvelopeRequest | EnvelopeResponse | ControllerRegistrationRequest | \
     ControllerRegistrationResponse | BrokerRegistrationRequest | BrokerRegistrationResponse | \
-    BrokerHeartbeatRequest | BrokerHeartbeatResponse
+    BrokerHeartbeatRequest | BrokerHeartbeatResponse | CreateTopicsRequest | CreateTopicsResponse
 MSG_TYPES = {ENVELOPE_REQUEST: EnvelopeRequest, ENVELOPE_RESPONSE: EnvelopeResponse,
              REGISTRATION_REQUEST: ControllerRegistrationRequest,
              REGISTRATION_RESPONSE: ControllerRegistrationResponse,
              BROKER_REGISTRATION_REQUEST: BrokerRegistrationRequest,
              BROKER_REGISTRATION_RESPONSE: BrokerRegistrationResponse,
              BROKER_HEARTBEAT_REQUEST: BrokerHeartbeatRequest,
-             BROKER_HEARTBEAT_RESPONSE: BrokerHeartbeatResponse}
+             BROKER_HEARTBEAT_RESPONSE: BrokerHeartbeatResponse,
+             CREATE_TOPICS_REQUEST: CreateTopicsRequest,
+             CREATE_TOPICS_RESPONSE: CreateTopicsResponse}
 MSG_ARITY = 8       # every kind's number of fields
 
 
@@ -348,12 +393,29 @@ class BrokerRegistrationChangeRecord(NamedTuple):
     reserved9: int = 0
 
 
+class TopicRecord(NamedTuple):
+    """A topic the active controller created for a broker's own CreateTopicsRequest (the
+    internal topic of FindCoordinator, AT-4).  A client's CreateTopics, forwarded or its
+    Metadata's auto-creation, is a MutationRecord."""
+    kind: int           # TOPIC_RECORD
+    topic: int          # index into ModelConfig.topic_names
+    reserved: int       # always 0
+    epoch: int
+    writer: int
+    via_envelope: bool = False
+    sender_cluster_action: bool = True
+    principal: int = 0  # the principal it was created as: the requesting broker's
+    reserved8: int = 0
+    reserved9: int = 0
+
+
 # a metadata-log record, whichever its kind; ``record(t)`` rebuilds one from its tuple
 Record = FeatureLevelRecord | RegisterControllerRecord | MutationRecord | RegisterBrokerRecord | \
-    BrokerRegistrationChangeRecord
+    BrokerRegistrationChangeRecord | TopicRecord
 RECORD_TYPES = {FEATURE_LEVEL: FeatureLevelRecord, REGISTER_CONTROLLER: RegisterControllerRecord,
                 MUTATION_RECORD: MutationRecord, REGISTER_BROKER: RegisterBrokerRecord,
-                BROKER_REGISTRATION_CHANGE: BrokerRegistrationChangeRecord}
+                BROKER_REGISTRATION_CHANGE: BrokerRegistrationChangeRecord,
+                TOPIC_RECORD: TopicRecord}
 
 
 def record(fields) -> Record:

@@ -16,7 +16,9 @@ One adapter, this module, stands between them: ``impl`` never sees the model.  I
   (registered, broker epoch: BL-5, BL-8); in a ZK-to-KRaft migration the ``MigrationView``
   besides (/controller and /controller_epoch, who acts as controller in ZooKeeper with which
   epoch, each broker's metadata cache, its IBP gate and its pending entity-config writes,
-  MG-1..MG-7); and the network: the multiset of in-flight messages
+  MG-1..MG-7); with topics requests need (AT-1..AT-5) the ``AutoTopicView`` (the TopicRecords
+  of brokers' own CreateTopicsRequests, and each broker's in-flight topics and own requests on
+  its channel); and the network: the multiset of in-flight messages
   (a BrokerHeartbeatResponse without the model's ghost ``registered_epoch``).  An endpoint, in
   a DescribeCluster answer, a registration request or record, becomes the model's endpoints
   token by its host and port: a configured port is STATIC_ENDPOINTS, a port process run i of
@@ -41,28 +43,33 @@ from typing import NamedTuple
 
 from model import kafka
 from model import next as model_next
-from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FORGED_ENVELOPE,
-                          INTER_BROKER_LISTENER, KRAFT, WILDCARD_HOST, Design, ModelConfig,
-                          NodeSpec)
+from model.config import (BROKER, CONTROLLER, CONTROLLER_LISTENER, DESCRIBE, FIND_COORDINATOR,
+                          FORGED_ENVELOPE, INTER_BROKER_LISTENER, KRAFT, METADATA, WILDCARD_HOST,
+                          Design, ModelConfig, NodeSpec)
 from model.configs import CONFIGS
 from model.observe import Observation, observe
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
-                         ENVELOPE_REQUEST, ENVELOPE_RESPONSE, REGISTRATION_REQUEST,
-                         NO_VERSIONS, REGISTRATION_RESPONSE, STATIC_ENDPOINTS,
-                         UNRESOLVED_ENDPOINTS,
+                         CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE, ENVELOPE_REQUEST,
+                         ENVELOPE_RESPONSE, FORWARD, REGISTRATION_REQUEST,
+                         NO_VERSIONS, REGISTRATION_RESPONSE, STATIC_ENDPOINTS, TOPIC_CREATION,
+                         TOPIC_RECORD, UNRESOLVED_ENDPOINTS,
                          BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                          BrokerRegistrationRequest, BrokerRegistrationResponse,
                          ControllerRegistrationRequest, ControllerRegistrationResponse,
+                         CreateTopicsRequest, CreateTopicsResponse,
                          EnvelopeRequest, EnvelopeResponse, Msg, message)
 from model.step import Step
 
-from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FORGED_ENVELOPE as I_FORGED,
-                                 KRAFT_FORWARD_RETRY_TIMEOUT_MS, KRAFT_MODE, MUTATION as I_MUTATION,
+from impl.auto_topics import (CREATE_TOPIC_POLICY_CLASS_NAME, REFUSED_TOPICS_CONFIG,
+                              REFUSED_TOPICS_POLICY)
+from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FIND_COORDINATOR as I_FIND_COORDINATOR,
+                                 FORGED_ENVELOPE as I_FORGED, KRAFT_FORWARD_RETRY_TIMEOUT_MS,
+                                 KRAFT_MODE, METADATA as I_METADATA, MUTATION as I_MUTATION,
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
-from impl.cluster import (CLIENT_MAX_VERSION, MIGRATION_BUGS, REGISTERS_UNRESOLVED_ENDPOINTS,
-                          REGISTRATION_BUGS, ZK_REGISTRATION_BUGS)
+from impl.cluster import (AUTO_TOPIC_BUGS, CLIENT_MAX_VERSION, MIGRATION_BUGS,
+                          REGISTERS_UNRESOLVED_ENDPOINTS, REGISTRATION_BUGS, ZK_REGISTRATION_BUGS)
 from impl.lifecycle import BROKER_SESSION_TIMEOUT_MS
 
 # The implementation bugs a test may inject (impl/cluster/ honours them): the ZK
@@ -73,7 +80,7 @@ KNOWN_BUGS = ("skip-check-op",)
 # after the model's design variant it implements: with the variant's design on the model side,
 # conformance checks the variant (the implementation's default is the model's design).
 VARIANT_BUGS = (tuple(REGISTRATION_BUGS) + (REGISTERS_UNRESOLVED_ENDPOINTS,)
-                + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS)
+                + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS + AUTO_TOPIC_BUGS)
 
 PROFILES = {          # (examples, steps per example)
     "ci": (60, 40),
@@ -152,6 +159,16 @@ def node_properties(cfg: ModelConfig, i: int) -> tuple:
         inter = cfg.node_listener(i, INTER_BROKER_LISTENER)
         if inter is not None:
             props.append(("inter.broker.listener.name", inter.name))
+        if cfg.internal_topics:
+            # AT-2: auto-creation on (Kafka's default, written out); AT-4: the internal topic
+            # asks for no more replicas than the cluster has brokers
+            props += [("auto.create.topics.enable", "true"),
+                      ("offsets.topic.replication.factor", str(min(3, len(cfg.brokers()))))]
+    elif cfg.create_topic_policy:
+        # the active controller's ReplicationControlManager runs the policy (AT-5); the
+        # configuration names the topics it refuses
+        props += [(CREATE_TOPIC_POLICY_CLASS_NAME, REFUSED_TOPICS_POLICY),
+                  (REFUSED_TOPICS_CONFIG, ",".join(cfg.create_topic_policy))]
     if cfg.broker_registration:
         # BH-1: the session is the model's session_timeout ticks, and a broker heartbeats at
         # most once per tick (broker_sends_heartbeat: heartbeat_at < now)
@@ -211,7 +228,9 @@ def tick_ms(cfg: ModelConfig) -> int:
 # the model's ACL operations as Kafka ACL bindings (operation, resource type)
 ACL_BINDINGS = {"CREATE_TOPIC": ("CREATE", "TOPIC"), "ALTER_CONFIGS": ("ALTER_CONFIGS", "TOPIC"),
                 kafka.ALTER_CLUSTER: ("ALTER", "CLUSTER"),
-                kafka.CLUSTER_ACTION: ("CLUSTER_ACTION", "CLUSTER")}
+                kafka.CLUSTER_ACTION: ("CLUSTER_ACTION", "CLUSTER"),
+                kafka.DESCRIBE_GROUP: ("DESCRIBE", "GROUP"),
+                kafka.DESCRIBE_TOPIC: ("DESCRIBE", "TOPIC")}
 
 
 # The model gives each node one ``api_max``: the highest version it parses of CreateTopics,
@@ -228,10 +247,15 @@ MODEL_LATEST_VERSION = next(f.default for f in fields(NodeSpec) if f.name == "ap
 
 
 def unsupported(cfg: ModelConfig) -> str | None:
-    """Why conformance cannot run on ``cfg`` (None: it can)."""
+    """Why conformance cannot run on ``cfg`` (None: it can).  FindCoordinator and Metadata
+    clients (AT-1, AT-2) are in: the model gives them no version (the implementation's
+    clients send their latest), and the CreateTopics a Metadata request makes is versioned
+    like a forwarded CreateTopics."""
     latest_only = cfg.migration and all(n.api_max == MODEL_LATEST_VERSION for n in cfg.nodes)
     for c in cfg.clients:
         if c.api in CONFORMANCE_APIS or (latest_only and c.api in LATEST_ONLY_APIS):
+            continue
+        if c.kind in (FIND_COORDINATOR, METADATA):
             continue
         return (f"conformance needs clients that send CreateTopics or DescribeCluster (or, in "
                 f"a migration whose nodes all parse the latest versions, "
@@ -256,9 +280,11 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
                                       (kafka.CREATE_ACLS, min(n.api_max, 3))),
                              principal_serde=n.principal_serde)
                   for i, n in enumerate(cfg.nodes))
-    kinds = {DESCRIBE: I_DESCRIBE, FORGED_ENVELOPE: I_FORGED}
+    kinds = {DESCRIBE: I_DESCRIBE, FORGED_ENVELOPE: I_FORGED,
+             FIND_COORDINATOR: I_FIND_COORDINATOR, METADATA: I_METADATA}
     clients = tuple(ClientConfig(c.name, c.principal, kinds.get(c.kind, I_MUTATION), c.node,
-                                 c.listener, c.api, c.endpoint_type, c.claimed_principal)
+                                 c.listener, c.api, c.endpoint_type, c.claimed_principal,
+                                 topic=c.topic_name if c.kind == METADATA else "")
                     for c in cfg.clients)
     return ClusterConfig(
         name=cfg.name, mode=KRAFT_MODE if cfg.mode == KRAFT else ZK_MODE, nodes=nodes,
@@ -294,6 +320,14 @@ class Projector:
         self.client_index = {c.name: i for i, c in enumerate(cfg.clients)}
         self.listener_index = {name: i for i, name in enumerate(cfg.listener_names)}
         self.principal_index = {name: i for i, name in enumerate(cfg.principal_names)}
+        self.topic_index = {name: i for i, name in enumerate(cfg.topic_names)}
+
+    def topic(self, names) -> object:
+        """The model's topic index of a CreateTopics that names one topic; anything else (an
+        unknown name, several topics) stays as it is, which no index equals."""
+        if len(names) == 1 and names[0] in self.topic_index:
+            return self.topic_index[names[0]]
+        return tuple(names)
 
     def incarnation_rank(self, cluster, node: int, incarnation_id) -> int:
         """The model numbers a node's process runs 0, 1, ...; the implementation draws a UUID
@@ -382,6 +416,13 @@ class Projector:
                 BROKER_HEARTBEAT_REQUEST, view.src, view.dst, li,
                 self.incarnation_rank(cluster, view.src, view.incarnation_id), view.broker_epoch,
                 view.metadata_offset, self.principal_index.get(view.sender_principal, -1))
+        if view.kind == "CreateTopicsRequest":
+            return CreateTopicsRequest(CREATE_TOPICS_REQUEST, view.src, view.dst, li,
+                                       self.topic(view.topics), 0, 0,
+                                       self.principal_index.get(view.sender_principal, -1))
+        if view.kind == "CreateTopicsResponse":
+            return CreateTopicsResponse(CREATE_TOPICS_RESPONSE, view.src, view.dst, li,
+                                        self.topic(view.topics), view.error, 0)
         if view.kind == "BrokerHeartbeatResponse":
             # registered_epoch is a ghost no implementation has: 0 here, and 0 in the
             # model's messages too when the networks are compared (``comparable``)
@@ -421,6 +462,20 @@ class Projector:
             tuple(not cluster.api_forwarding_enabled(b) for b in brokers),
             tuple(tuple((self.client_index.get(w.mutation.tag, -1), w.epoch_zk_version_at_read)
                         for w in zkc.brokers[b].config_writes) for b in brokers))
+
+    def auto_topics(self, cluster) -> AutoTopicView:
+        """The implementation's ``AutoTopicView``: the committed TopicRecords of brokers' own
+        CreateTopicsRequests with the principal the controller created each as, and per broker
+        its AutoTopicCreationManager's in-flight topics and own requests on the channel."""
+        topics = tuple((self.topic((t.name,)), t.writer, t.writer_epoch,
+                        self.principal_index.get(t.principal, -1))
+                       for t in cluster.created_topics())
+        states = [cluster.auto_topic_state(b) for b in self.cfg.brokers()]
+        return AutoTopicView(
+            topics, tuple(tuple(sorted(self.topic((t,)) for t in st.inflight_topics))
+                          for st in states),
+            tuple(tuple((self.topic(names), in_flight) for names, in_flight in st.requests)
+                  for st in states))
 
     def network(self, cluster) -> dict:
         """model message -> implementation message ids carrying it."""
@@ -507,6 +562,39 @@ def model_migration_view(s, cfg: ModelConfig) -> MigrationView:
         tuple(tuple(s.nodes[b].config_writes) for b in brokers))
 
 
+class AutoTopicView(NamedTuple):
+    """What a configuration with topics requests need (``ModelConfig.internal_topics``, AT-1 to
+    AT-5) shows besides the observation (whose ``writes`` carry a Metadata request's
+    auto-creation, a client's CreateTopics): the committed TopicRecords of brokers' own
+    CreateTopicsRequests as (topic, writer, epoch, principal created as), and per broker its
+    AutoTopicCreationManager's in-flight topics (sorted) and its own CreateTopicsRequests on
+    the controller channel as (topic, in flight), in channel order.  The model's in-flight set
+    is its channel's items: a broker's own CreateTopics, and the Envelope of a Metadata
+    request's auto-creation (Kafka marks both, AT-3)."""
+    topics: tuple
+    inflight: tuple
+    requests: tuple
+
+
+def model_auto_topic_view(s, cfg: ModelConfig) -> AutoTopicView:
+    """The model's ``AutoTopicView`` of state ``s``."""
+    topics = tuple((r.topic, r.writer, r.epoch, r.principal) for r in s.quorum.log
+                   if r.kind == TOPIC_RECORD)
+    inflight, requests = [], []
+    for b in cfg.brokers():
+        node = s.nodes[b]
+        ch = node.channel
+        items = ([(ch.inflight, True)] if ch.inflight else []) + [(i, False) for i in ch.queue]
+        if not node.alive:
+            items = []
+        names = {i.topic for i, _ in items if i.kind == TOPIC_CREATION}
+        names |= {cfg.topic_index(cfg.clients[i.client].topic_name) for i, _ in items
+                  if i.kind == FORWARD and cfg.clients[i.client].kind == METADATA}
+        inflight.append(tuple(sorted(names)))
+        requests.append(tuple((i.topic, fl) for i, fl in items if i.kind == TOPIC_CREATION))
+    return AutoTopicView(topics, tuple(inflight), tuple(requests))
+
+
 def comparable(m: Msg) -> Msg:
     """A model message as the implementation can show it: a BrokerHeartbeatResponse's last
     position, ``registered_epoch``, is a ghost (the broker epoch of the registration the
@@ -532,7 +620,8 @@ class Divergence:
     index: int                  # 1-based index of the diverging step (0: the initial state)
     step: Step | None
     kind: str                   # "not enabled in the implementation", "observation", "network",
-                                # "no such message in the implementation"
+                                # "no such message in the implementation", "migration",
+                                # "auto-topics"
     model: object
     impl: object
     steps: tuple = ()           # the steps up to and including the diverging one
@@ -540,7 +629,7 @@ class Divergence:
     def describe(self, cfg: ModelConfig | None = None) -> str:
         where = "the initial state" if self.step is None else f"step {self.index} ({self.step})"
         lines = [f"divergence at {where}: {self.kind}"]
-        if self.kind in ("observation", "network", "migration"):
+        if self.kind in ("observation", "network", "migration", "auto-topics"):
             lines.append(f"  model: {self.model}")
             lines.append(f"  impl:  {self.impl}")
         elif self.impl is not None:
@@ -566,6 +655,12 @@ def _compare(proj: Projector, cluster, s, index, st, steps) -> Divergence | None
             diff = [f for f in MigrationView._fields if getattr(mm, f) != getattr(im, f)]
             return Divergence(index, st, "migration", {f: getattr(mm, f) for f in diff},
                               {f: getattr(im, f) for f in diff}, tuple(steps))
+    if proj.cfg.internal_topics:
+        ma, ia = model_auto_topic_view(s, proj.cfg), proj.auto_topics(cluster)
+        if ma != ia:
+            diff = [f for f in AutoTopicView._fields if getattr(ma, f) != getattr(ia, f)]
+            return Divergence(index, st, "auto-topics", {f: getattr(ma, f) for f in diff},
+                              {f: getattr(ia, f) for f in diff}, tuple(steps))
     mn = model_network(s)
     inet = {m: len(ids) for m, ids in proj.network(cluster).items()}
     if mn != inet:

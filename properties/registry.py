@@ -16,14 +16,15 @@ from collections.abc import Callable
 
 from model import kafka
 from model.actions import advertised_version, epoch_holder
-from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, MUTATION, ZK,
-                          Design, ModelConfig)
+from model.config import (BROKER, CONTROLLER, DESCRIBE, FIND_COORDINATOR, FORGED_ENVELOPE, KRAFT,
+                          METADATA, MUTATION, ZK, Design, ModelConfig)
 from model.next import quiescent
 from model.state import (BROKER_HEARTBEAT_RESPONSE, BROKER_REGISTRATION_CHANGE,
                          BROKER_REGISTRATION_RESPONSE,
                          ENVELOPE_REQUEST, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
                          REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_REGISTRATION, STATIC_ENDPOINTS,
+                         CREATE_TOPICS_RESPONSE, TOPIC_RECORD,
                          UNRESOLVED_ENDPOINTS, State)
 from model.step import Step
 
@@ -334,7 +335,7 @@ def mutations_authorized_as_client(s: State, cfg: ModelConfig, d: Design) -> boo
     forwarded principal; F-30; KAFKA-12294 (requests sent with the broker's principal)."""
     for req, _, _, _ in _applied(s, cfg):
         spec = cfg.clients[req]
-        if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.api]):
+        if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.mutation_api]):
             return False
     return True
 
@@ -789,6 +790,54 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
     return True
 
 
+# ------------------------------------------------------------------------------------------
+# P11 auto-created-topics
+
+
+def _created_topics(records, cfg: ModelConfig):
+    """The topic names these metadata-log records create: a broker's own CreateTopics
+    (TopicRecord) and every client's CreateTopics or auto-creation (MutationRecord)."""
+    for rec in records:
+        if rec.kind == TOPIC_RECORD:
+            yield cfg.topic_names[rec.topic]
+        elif rec.kind == MUTATION_RECORD:
+            spec = cfg.clients[rec.client]
+            if spec.mutation_api == kafka.CREATE_TOPICS:
+                yield spec.topic_name
+
+
+def created_topics_pass_policy(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Every topic created, committed or appended, is one the create-topic policy accepts,
+    whoever asked for it: a client, or a broker for a topic a request needs (an internal
+    topic).
+
+    KIP-590 Internal CreateTopicsRequest Routing: "at the moment the direct ZK access bypasses
+    the CreateTopicPolicy. This is in fact a hole in the topic creation logic that we should
+    fix"; AT-5 (ReplicationControlManager runs create.topic.policy.class.name), AT-6 (no
+    exemption for internal topics)."""
+    if not cfg.create_topic_policy:
+        return True
+    return all(name not in cfg.create_topic_policy
+               for name in _created_topics(_appended_records(s.quorum), cfg))
+
+
+def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A Metadata request for a topic the cluster refuses to create (its create-topic policy
+    refuses it) is never answered as if the topic were on its way: not UNKNOWN_TOPIC_OR_PARTITION
+    nor LEADER_NOT_AVAILABLE, which tell the client to retry a topic that will never exist.
+
+    KIP-590 Internal CreateTopicsRequest Routing: the receiving broker sends CreateTopics to
+    the active controller "while waiting for the response in the mean time"; "if a
+    MetadataRequest tries to create an internal topic but failed, receiving broker will reply a
+    fatal error to let the client fail fast" (POLICY_VIOLATION from Metadata v10)."""
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind == METADATA and spec.topic_name in cfg.create_topic_policy and any(
+                r.code in (kafka.UNKNOWN_TOPIC_OR_PARTITION, kafka.LEADER_NOT_AVAILABLE)
+                for r in s.clients[c].responses):
+            return False
+    return True
+
+
 PROPERTIES = (
     Property("P1", "single-writer",
              "every durable write was made by the controller of the current epoch at the time "
@@ -893,6 +942,14 @@ PROPERTIES = (
                      broker_fenced_only_after_session_expired),
               Clause("registered-broker-unfenced-when-settled", QUIESCENT,
                      registered_broker_unfenced_when_settled))),
+    Property("P11", "auto-created-topics",
+             "every topic the cluster creates passes the create-topic policy, whoever asked for "
+             "it; a Metadata request whose auto-creation the policy refuses is answered with the "
+             "refusal, not as if the topic were coming",
+             "KIP-590 Internal CreateTopicsRequest Routing; AT-1..AT-6",
+             (Clause("created-topics-pass-policy", ALWAYS, created_topics_pass_policy),
+              Clause("auto-creation-refusal-reaches-client", ALWAYS,
+                     auto_creation_refusal_reaches_client))),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -955,6 +1012,8 @@ RELEVANT_FIELDS = {
     "forwarded-request-answered-by-deadline": ("clock", "client-responses",
                                                "controller-channels"),
     "every-request-answered": ("client-responses", "controller-channels", "network"),
+    "created-topics-pass-policy": ("metadata-log", "controller-channels"),
+    "auto-creation-refusal-reaches-client": ("client-responses", "controller-channels"),
     "broker-epoch-changes-with-incarnation": ("broker-registrations", "metadata-log"),
     "current-broker-never-told-stale": ("broker-registrations", "broker-lifecycles", "network"),
     "broker-fenced-only-after-session-expired": ("broker-registrations", "metadata-log", "clock"),
@@ -1147,6 +1206,32 @@ WITNESSES = {w.id: w for w in (
             lambda p, st, s, cfg: any(spec.api == kafka.DESCRIBE_CLUSTER
                                       and r.code == kafka.CLUSTER_AUTHORIZATION_FAILED
                                       for spec, r in _responses(s, cfg))),
+    Witness("internal-topic-created",
+            "the active controller commits the internal topic a FindCoordinator needed",
+            lambda p, st, s, cfg: st.action == "controller_commits_records" and any(
+                rec.kind == TOPIC_RECORD for rec in s.quorum.log[len(p.quorum.log):])),
+    Witness("coordinator-not-available",
+            "FindCoordinator is answered COORDINATOR_NOT_AVAILABLE while the internal topic is "
+            "missing",
+            lambda p, st, s, cfg: any(r.code == kafka.COORDINATOR_NOT_AVAILABLE
+                                      for _, r in _responses(s, cfg, FIND_COORDINATOR))),
+    Witness("coordinator-found",
+            "FindCoordinator finds the coordinator on the auto-created internal topic",
+            lambda p, st, s, cfg: any(r.code == kafka.NONE
+                                      for _, r in _responses(s, cfg, FIND_COORDINATOR))),
+    Witness("internal-topic-refused-by-policy",
+            "the create-topic policy refuses a broker's creation of an internal topic",
+            lambda p, st, s, cfg: any(m.kind == CREATE_TOPICS_RESPONSE
+                                      and m.error == kafka.POLICY_VIOLATION for m in s.network)),
+    Witness("auto-created-topic-answered",
+            "a Metadata request's auto-created topic is answered LEADER_NOT_AVAILABLE (created, "
+            "its leader not yet known)",
+            lambda p, st, s, cfg: any(r.code == kafka.LEADER_NOT_AVAILABLE
+                                      for _, r in _responses(s, cfg, METADATA))),
+    Witness("auto-creation-refused-by-policy",
+            "a Metadata request's auto-creation is refused with POLICY_VIOLATION",
+            lambda p, st, s, cfg: any(r.code == kafka.POLICY_VIOLATION
+                                      for _, r in _responses(s, cfg, METADATA))),
     Witness("kraft-controller-claimed-zk",
             "the KRaft controller claims /controller with a higher epoch (MG-5)",
             lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership"),

@@ -31,6 +31,8 @@ ONLY_CATCHER = {
     "controller-describe-requires-alter": "controller-describe-without-alter",
     "broker-epoch-changes-with-incarnation": "broker-reregistration-bumps-epoch",
     "kraft-controller-sole-zk-writer": "claims-before-brokers-ready",
+    "created-topics-pass-policy": "internal-topics-bypass-policy",
+    "auto-creation-refusal-reaches-client": "auto-create-errors-only-logged",
 }
 
 

@@ -336,3 +336,153 @@ def test_a_zk_controller_deposed_by_the_claim_is_fenced_in_lockstep():
     assert view.controller == 2 and view.controller_epoch == (3, 3)
     assert view.controllers == ((True, 1, 1), (False, -1, -1), (True, 3, 3))   # B1: a zombie
     assert d.cluster.durable_writes() == []
+
+
+# ---- topics requests need (AT-1..AT-5) -----------------------------------------------------------
+
+def _auto_topic_trace(d: Driver, actions) -> None:
+    """Apply ``actions`` to both sides in lockstep: a message action takes the one model
+    message of its kinds in flight, a node action broker B2 (node 1)."""
+    for name in actions:
+        if isinstance(name, Step):
+            st = name
+        else:
+            spec = model_next.ACTION_BY_NAME[name]
+            if spec.arg == model_next.MSG_ARG:
+                (m,) = [m for m in d.state.network if m.kind in spec.msg_kinds]
+                st = Step(name, (tuple(m),))
+            elif spec.arg == model_next.NODE_ARG:
+                st = Step(name, (1,))
+            else:
+                st = Step(name, ())
+        div = d.apply(st)
+        assert div is None, div.describe()
+
+
+# the variant's counterexample to P11, as the explorer shows it, and the clause it violates
+AUTO_TOPIC_VARIANT_TRACES = {
+    # F1 makes B2 ask C1 for __consumer_offsets, which C1's policy refuses; the variant creates it
+    "internal-topics-bypass-policy": (
+        "kraft-internal-topics-policy",
+        (Step("client_sends_request", (0,)), "channel_discovers_controller",
+         "channel_sends_request", "controller_handles_create_topics",
+         "controller_commits_records"),
+        "created_topics_pass_policy"),
+    # M1's Metadata for 'orders', which C1's policy refuses: Kafka answers
+    # UNKNOWN_TOPIC_OR_PARTITION at once and only logs C1's POLICY_VIOLATION
+    "auto-create-errors-only-logged": (
+        "kraft-internal-topics",
+        (Step("client_sends_request", (2,)), "channel_discovers_controller",
+         "channel_sends_request", "controller_handles_envelope",
+         "broker_handles_envelope_response"),
+        "auto_creation_refusal_reaches_client"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(AUTO_TOPIC_VARIANT_TRACES))
+def test_the_injected_auto_topic_bug_is_the_models_variant(variant):
+    """The cluster with the bug named after an auto-topic variant takes the variant's
+    counterexample to P11 in lockstep with the variant's model, ending in the state the clause
+    refuses (a topic the policy refuses created; a refused Metadata answered
+    UNKNOWN_TOPIC_OR_PARTITION); the default model against the bug, and the variant's model
+    against the default implementation, diverge on the same trace."""
+    from model.config import VARIANTS
+    from properties import registry
+    config, actions, clause = AUTO_TOPIC_VARIANT_TRACES[variant]
+    cfg, design = CONFIGS[config], VARIANTS[variant].design
+    d = Driver(cfg, SEED, design, bugs=(variant,))
+    assert d.start() is None
+    _auto_topic_trace(d, actions)
+    assert not getattr(registry, clause)(d.state, cfg, design)
+    if variant == "internal-topics-bypass-policy":
+        assert [(t.name, t.principal) for t in d.cluster.created_topics()] == \
+            [("__consumer_offsets", "broker")]
+    else:
+        assert [r.error_code for r in d.cluster.client_results()["M1"]] == [3]
+        assert d.cluster.durable_writes() == []
+    assert check_steps(cfg, d.steps, seed=SEED, design=design, bugs=(variant,)) is None
+    wrong = check_steps(cfg, d.steps, seed=SEED, bugs=(variant,))
+    assert wrong is not None and wrong.index <= len(d.steps)
+    wrong = check_steps(cfg, d.steps, seed=SEED, design=design)
+    assert wrong is not None and wrong.index <= len(d.steps)
+
+
+def test_auto_topic_bugs_diverge_from_the_correct_model_under_hypothesis():
+    """Each bug is found by ``run_conformance`` against the correct model within the ci budget,
+    and the variant's design runs with it without a divergence."""
+    from model.config import VARIANTS
+    for variant in sorted(AUTO_TOPIC_VARIANT_TRACES):
+        config = AUTO_TOPIC_VARIANT_TRACES[variant][0]
+        r = run_conformance(config, seed=SEED, profile="ci", bugs=(variant,))
+        assert r.divergence is not None, variant
+        assert len(r.divergence.steps) <= 6
+        r = run_conformance(config, seed=SEED, profile="ci", examples=20, bugs=(variant,),
+                            design=VARIANTS[variant].design)
+        assert r.divergence is None, r.divergence_text()
+
+
+# who refuses what (AT-1, AT-2, AT-5, F-28): (principal of the clients, principal of B2, client,
+# the answer the client gets once the trace is done)
+REFUSALS = {
+    "no DESCRIBE on the group": ("user", "broker", 0, 30, ("client_sends_request",)),
+    "no DESCRIBE on the topic": ("user", "broker", 2, 29, ("client_sends_request",)),
+    "no CREATE on the topic": ("reader", "broker", 2, 29, ("client_sends_request",)),
+    "broker without CLUSTER_ACTION": (
+        "admin", "broker-b3", 2, -1,
+        ("client_sends_request", "channel_discovers_controller", "channel_sends_request",
+         "controller_handles_envelope", "broker_handles_envelope_response")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_refused_requests_conform(case):
+    """The refusals the tiny configurations' principals never meet, in lockstep on a variant of
+    kraft-internal-topics: GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED for DESCRIBE
+    and for CREATE, and an Envelope refused by C1 (F-28: UNKNOWN_SERVER_ERROR with the
+    envelope's CLUSTER_AUTHORIZATION_FAILED); and a ci run of the variant conforms."""
+    from dataclasses import replace
+    from model import kafka
+    principal, broker, client, code, actions = REFUSALS[case]
+    base = CONFIGS["kraft-internal-topics"]
+    acls = base.acls | {("reader", kafka.DESCRIBE_GROUP), ("reader", kafka.DESCRIBE_TOPIC)}
+    cfg = replace(base, name=f"kraft-internal-topics-{principal}-{broker}", acls=acls,
+                  clients=tuple(replace(c, principal=principal) for c in base.clients),
+                  nodes=(base.nodes[0], replace(base.nodes[1], principal=broker)))
+    d = Driver(cfg, SEED)
+    assert d.start() is None
+    _auto_topic_trace(d, (Step(actions[0], (client,)),) + actions[1:])
+    name = cfg.clients[client].name
+    assert [r.error_code for r in d.cluster.client_results()[name]] == [code]
+    assert [r.code for r in d.state.clients[client].responses] == [code]
+    r = run_conformance(cfg, seed=SEED, profile="ci", examples=20)
+    assert r.divergence is None, r.divergence_text()
+
+
+def test_the_auto_topic_view_compares_in_flight_topics_and_created_topics():
+    """Conformance compares an ``AutoTopicView`` on kraft-internal-topics: B2's in-flight topics
+    and own CreateTopicsRequests after F1's FindCoordinator agree; an implementation that lost
+    the in-flight mark, or created the topic as another principal, is a divergence of kind
+    "auto-topics"."""
+    from properties.conformance import _compare, model_auto_topic_view
+    cfg = CONFIGS["kraft-internal-topics"]
+    d = Driver(cfg, SEED)
+    assert d.start() is None
+    _auto_topic_trace(d, (Step("client_sends_request", (0,)),))
+    view = d.proj.auto_topics(d.cluster)
+    offsets = cfg.topic_index("__consumer_offsets")
+    assert view == model_auto_topic_view(d.state, cfg)
+    assert view.inflight == ((offsets,),) and view.requests == (((offsets, False),),)
+    d.cluster.nodes[1].auto_topics.inflight_topics.clear()
+    div = _compare(d.proj, d.cluster, d.state, 1, d.steps[-1], d.steps)
+    assert div is not None and div.kind == "auto-topics"
+    assert div.model == {"inflight": ((offsets,),)} and div.impl == {"inflight": ((),)}
+    d = Driver(cfg, SEED)
+    _auto_topic_trace(d, (Step("client_sends_request", (0,)), "channel_discovers_controller",
+                          "channel_sends_request", "controller_handles_create_topics",
+                          "controller_commits_records"))
+    broker = cfg.principal_names.index("broker")
+    assert d.proj.auto_topics(d.cluster).topics == ((offsets, 0, 1, broker),)
+    (topic_id,) = d.cluster._created_as
+    d.cluster._created_as[topic_id] = "admin"
+    div = _compare(d.proj, d.cluster, d.state, 5, d.steps[-1], d.steps)
+    assert div is not None and div.kind == "auto-topics" and "topics" in div.model

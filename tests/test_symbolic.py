@@ -55,12 +55,12 @@ BMC_DEPTH = {"registration-bumps-same-incarnation": 11}
 
 def test_every_model_action_has_an_encoding_of_the_same_name():
     """Every encoding is of a model action of the same name; the model actions without one
-    are exactly those of KRaft and ZooKeeper broker registration (not encoded yet: refused
-    below)."""
+    are exactly those of KRaft and ZooKeeper broker registration and of the topics requests
+    need (not encoded yet: refused below)."""
     assert set(sym_actions.ENCODINGS) <= set(model_next.ACTION_NAMES)
     assert set(model_next.ACTION_NAMES) - set(sym_actions.ENCODINGS) == {
         a.name for a in model_next.ACTION_TABLE
-        if a.requires in ("broker_registration", "zk_broker_registration")}
+        if a.requires in ("broker_registration", "zk_broker_registration", "internal_topics")}
     for name, fn in sym_actions.ENCODINGS.items():
         assert fn.__name__ == name
 

@@ -25,6 +25,8 @@ PINNED = {
     "zk-broker-registration": (152, 152),
     "zk-migration": (671, 671),
     "zk-migration-bounce": (452, 452),
+    "kraft-internal-topics": (3870, 3870),
+    "kraft-internal-topics-policy": (788, 788),
 }
 
 

@@ -14,12 +14,13 @@ from model.config import VARIANTS, Design
 from model.configs import CONFIGS
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
-                         ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE,
-                         REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
+                         CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE, ENVELOPE_REQUEST,
+                         ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_BROKER,
+                         REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, STATIC_ENDPOINTS,
-                         UNRESOLVED_ENDPOINTS, EnvelopeRequest,
-                         EnvelopeResponse, Event, ForwardItem, MutationRecord, RegistrationItem,
-                         Reply, Response, Write)
+                         TOPIC_RECORD, UNRESOLVED_ENDPOINTS, EnvelopeRequest, EnvelopeResponse,
+                         Event, ForwardItem, MutationRecord, RegistrationItem, Reply, Response,
+                         Write)
 from model.step import Step
 
 CORRECT = Design()
@@ -640,6 +641,36 @@ def effect_entity_config_check_passes_recreated_controller():
     assert bad.clients[0].responses == (Response(kafka.NONE),)
 
 
+def effect_internal_topics_bypass_policy():
+    """B2's own CreateTopics of __consumer_offsets (for F1's FindCoordinator) reaches C1, whose
+    policy refuses that topic: the shipped controller answers POLICY_VIOLATION and appends
+    nothing; the variant appends the TopicRecord as if the policy did not apply."""
+    pre, good, bad = both("kraft-internal-topics-policy", "internal-topics-bypass-policy",
+                          [S("client_sends_request", 0), S("channel_discovers_controller", 1),
+                           S("channel_sends_request", 1)],
+                          deliver("controller_handles_create_topics", CREATE_TOPICS_REQUEST, 1, 0))
+    assert pre.clients[0].responses == (Response(kafka.COORDINATOR_NOT_AVAILABLE),)
+    assert good.quorum.uncommitted == ()
+    (m,) = new_msgs(pre, good)
+    assert (m.kind, m.dst, m.error) == (CREATE_TOPICS_RESPONSE, 1, kafka.POLICY_VIOLATION)
+    ((rec, _),) = bad.quorum.uncommitted
+    assert rec.kind == TOPIC_RECORD
+    assert CONFIGS["kraft-internal-topics-policy"].topic_names[rec.topic] == kafka.CONSUMER_OFFSETS
+
+
+def effect_auto_create_errors_only_logged():
+    """M1's Metadata for 'orders' reaches B2, which lacks the topic: both designs queue the
+    CreateTopics for C1 in an Envelope; the shipped broker waits for C1's answer, Kafka 3.8.0
+    answers UNKNOWN_TOPIC_OR_PARTITION at once."""
+    pre, good, bad = both("kraft-internal-topics", "auto-create-errors-only-logged", [],
+                          S("client_sends_request", 2))
+    for after in (good, bad):
+        (item,) = after.nodes[1].channel.queue
+        assert (item.kind, item.client) == (FORWARD, 2)
+    assert good.clients[2].responses == ()
+    assert bad.clients[2].responses == (Response(kafka.UNKNOWN_TOPIC_OR_PARTITION),)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -673,6 +704,8 @@ EFFECTS = {
     "entity-config-write-unchecked": effect_entity_config_write_unchecked,
     "entity-config-check-passes-recreated-controller":
         effect_entity_config_check_passes_recreated_controller,
+    "internal-topics-bypass-policy": effect_internal_topics_bypass_policy,
+    "auto-create-errors-only-logged": effect_auto_create_errors_only_logged,
 }
 
 

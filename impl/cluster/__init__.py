@@ -15,6 +15,10 @@ Each node is a process with Kafka's parts:
   ``ControllerRegistrationManager`` (R-1..R-22) on its own ``ControllerChannel``;
 - with KRaft broker registration: a broker's ``BrokerLifecycleManager`` (BL-1..BL-12) and a
   controller's ``ClusterControlManager`` (BR-1..BR-13, BH-1..BH-11), the leader's active;
+- topics requests need (``impl/auto_topics``, AT-1..AT-5): a KRaft broker answers
+  FindCoordinator and Metadata itself, its ``AutoTopicCreationManager`` asks the active
+  controller for the topics its metadata image lacks, on the forwarding channel; the
+  controller runs ``ControllerApis.handleCreateTopics`` with the create-topic policy;
 - in a ZK-to-KRaft migration: a KRaft controller next to the ZK brokers
   (``impl/zk_migration``) that claims /controller once every broker runs the new IBP (MG-5),
   receives their EnvelopeRequests on its controller listener and dual-writes them to ZooKeeper;
@@ -48,15 +52,17 @@ another description of the same protocol; nothing here imports it.
 """
 from __future__ import annotations
 
-from impl.cluster.observation import (BrokerRegistrationView, ClientResult, ClusterObservation,
-                                      DurableWrite, MessageView, Registration,
-                                      ZkBrokerRegistrationView)
+from impl.cluster.observation import (AutoTopicState, BrokerRegistrationView, ClientResult,
+                                      ClusterObservation, CreatedTopic, DurableWrite, MessageView,
+                                      Registration, ZkBrokerRegistrationView)
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
-from impl.cluster.wiring import (BROKER_INFO_NOT_CACHED, BROKER_INFO_UPDATE_RACES_REGISTRATION,
+from impl.cluster.wiring import (AUTO_CREATE_ERRORS_ONLY_LOGGED, AUTO_TOPIC_BUGS,
+                                 BROKER_INFO_NOT_CACHED, BROKER_INFO_UPDATE_RACES_REGISTRATION,
                                  CLAIMS_BEFORE_BROKERS_READY,
                                  ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER,
-                                 ENTITY_CONFIG_WRITE_UNCHECKED, KAFKA_REGISTRATION_NO_RECHECK,
+                                 ENTITY_CONFIG_WRITE_UNCHECKED, INTERNAL_TOPICS_BYPASS_POLICY,
+                                 KAFKA_REGISTRATION_NO_RECHECK,
                                  MIGRATION_BUGS, REGISTERS_UNRESOLVED_ENDPOINTS,
                                  REGISTRATION_BUGS, ZK_REGISTRATION_BUGS, Acls, ClusterWiring,
                                  Conn, Node)
@@ -72,8 +78,9 @@ __all__ = [
     "REGISTERS_UNRESOLVED_ENDPOINTS", "ZK_REGISTRATION_BUGS", "BROKER_INFO_NOT_CACHED",
     "BROKER_INFO_UPDATE_RACES_REGISTRATION", "MIGRATION_BUGS", "CLAIMS_BEFORE_BROKERS_READY",
     "ENTITY_CONFIG_WRITE_UNCHECKED", "ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER",
+    "AUTO_TOPIC_BUGS", "INTERNAL_TOPICS_BYPASS_POLICY", "AUTO_CREATE_ERRORS_ONLY_LOGGED",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
-    "ZkBrokerRegistrationView",
+    "ZkBrokerRegistrationView", "CreatedTopic", "AutoTopicState",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",
     "ClusterWiring", "ClusterSteps", "ClusterObservation",
 ]

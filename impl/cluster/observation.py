@@ -17,7 +17,11 @@ the cluster).
   tell an endpoint as configured from one resolved by a given run (EP-1..EP-5);
 - ``message_views``/``view``: the messages in flight decoded from their bytes (EnvelopeRequest /
   EnvelopeResponse, ControllerRegistrationRequest / Response, BrokerRegistrationRequest /
-  Response, BrokerHeartbeatRequest / Response);
+  Response, BrokerHeartbeatRequest / Response, a broker's own CreateTopicsRequest / Response);
+- ``created_topics``/``auto_topic_state``: the committed TopicRecords of brokers' own
+  CreateTopicsRequests, with the principal the controller created each as, and what a KRaft
+  broker's AutoTopicCreationManager holds: its in-flight topics and its own requests on the
+  controller channel (AT-3, AT-4);
 - ``incarnations``: a node's process runs (KRaft controllers, and KRaft brokers that register:
   their incarnation ids);
 - ``zk_broker_registrations``/``zk_broker_info``: with ZooKeeper broker registration, the
@@ -36,8 +40,9 @@ from dataclasses import dataclass
 
 from impl.forwarding import first_error
 from impl.protocol import parse_request, parse_response
+from impl.auto_topics import TopicCreation
 from impl.protocol.api_keys import (BROKER_HEARTBEAT, BROKER_REGISTRATION,
-                                    CONTROLLER_REGISTRATION, ENVELOPE)
+                                    CONTROLLER_REGISTRATION, CREATE_TOPICS, ENVELOPE)
 from impl.sim import REQUEST, Message
 
 
@@ -119,6 +124,28 @@ class MessageView:
     is_fenced: bool = True      # BrokerHeartbeatResponse: IsFenced
     # Controller/BrokerRegistrationRequest: its Listeners as (listener name, host, port)
     listeners: tuple = ()
+    # a broker's own CreateTopicsRequest / its CreateTopicsResponse: the topics' names
+    topics: tuple = ()
+
+
+@dataclass(frozen=True)
+class CreatedTopic:
+    """A committed TopicRecord a controller wrote for a broker's own CreateTopicsRequest (the
+    internal topic of a FindCoordinator, AT-4): the topic, the leader that wrote it with its
+    epoch, and the principal the controller authorized the request as."""
+    name: str
+    writer: int
+    writer_epoch: int
+    principal: str
+
+
+@dataclass(frozen=True)
+class AutoTopicState:
+    """What a KRaft broker's AutoTopicCreationManager holds (AT-3): its in-flight topics, and
+    its own CreateTopicsRequests on the controller channel as (topics, in flight), the one in
+    flight first, then the queue in order.  A broker that is down holds nothing."""
+    inflight_topics: tuple = ()
+    requests: tuple = ()
 
 
 class ClusterObservation:
@@ -141,6 +168,8 @@ class ClusterObservation:
             rec = entry.record
             if rec.name == "TopicRecord":
                 topic = (rec.data["Name"], entry.leader_epoch)
+                if rec.data["TopicId"] in self._created_as:
+                    continue            # a broker's own topic: ``created_topics``
             elif rec.name == "ConfigRecord" and topic == (rec.data["ResourceName"],
                                                           entry.leader_epoch):
                 continue
@@ -153,10 +182,38 @@ class ClusterObservation:
         return out
 
     def _client_of_resource(self, data) -> str | None:
+        """The client whose topic a record names: its configured topic (a Metadata request's),
+        or ``topic-<client>``."""
         name = data.get("Name") if "TopicId" in data else data.get("ResourceName")
-        if isinstance(name, str) and name.startswith("topic-"):
+        if not isinstance(name, str):
+            return None
+        for c in self.clients.values():
+            if c.topic and c.topic == name:
+                return c.name
+        if name.startswith("topic-"):
             return name[len("topic-"):]
         return None
+
+    def created_topics(self) -> list:
+        """The committed TopicRecords of brokers' own CreateTopicsRequests, in log order."""
+        if not self.kraft:
+            return []
+        return [CreatedTopic(e.record.data["Name"], e.writer, e.leader_epoch,
+                             self._created_as[e.record.data["TopicId"]])
+                for e in self.quorum.log
+                if e.record.name == "TopicRecord" and e.record.data["TopicId"] in self._created_as]
+
+    def auto_topic_state(self, node_id: int) -> AutoTopicState:
+        node = self.nodes[node_id]
+        manager = node.auto_topics
+        if not node.alive or manager is None:
+            return AutoTopicState()
+        ch = node.channel
+        items = ([(ch.inflight, True)] if ch.inflight is not None else []) + \
+            [(item, False) for item in ch.queue]
+        own = tuple((tuple(item.tag.topics), in_flight) for item, in_flight in items
+                    if isinstance(item.tag, TopicCreation) and not item.tag.for_metadata)
+        return AutoTopicState(tuple(sorted(manager.inflight_topics)), own)
 
     def registrations(self) -> list:
         return [Registration(e.record.data["ControllerId"], e.record.data["IncarnationId"],
@@ -233,6 +290,10 @@ class ClusterObservation:
                                    sender_principal=principal, broker_id=body["BrokerId"],
                                    incarnation_id=body["IncarnationId"],
                                    listeners=_listeners(body))
+            if m.api_key == CREATE_TOPICS:
+                return MessageView(m.id, "CreateTopicsRequest", m.src, m.dst, m.listener,
+                                   sender_principal=principal,
+                                   topics=tuple(t["Name"] for t in body["Topics"]))
             if m.api_key == BROKER_HEARTBEAT:
                 return MessageView(m.id, "BrokerHeartbeatRequest", m.src, m.dst, m.listener,
                                    sender_principal=principal, broker_id=body["BrokerId"],
@@ -257,6 +318,10 @@ class ClusterObservation:
             return MessageView(m.id, "ControllerRegistrationResponse", m.src, m.dst,
                                m.listener, error=body.get("ErrorCode", 0),
                                incarnation_id=origin[0] if origin else None)
+        if m.api_key == CREATE_TOPICS:
+            return MessageView(m.id, "CreateTopicsResponse", m.src, m.dst, m.listener,
+                               error=first_error(body),
+                               topics=tuple(t["Name"] for t in body["Topics"]))
         if m.api_key == BROKER_REGISTRATION:
             return MessageView(m.id, "BrokerRegistrationResponse", m.src, m.dst, m.listener,
                                error=body["ErrorCode"], broker_epoch=body["BrokerEpoch"],

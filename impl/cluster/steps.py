@@ -13,6 +13,11 @@ a bug in the implementation and propagates.  The handlers and the helpers only t
   whose brokers register the unfenced broker registrations it has replayed, each at the
   endpoints its record carries), a forged EnvelopeRequest (F-22..F-30); the version is the
   broker's advertised intersection (F-35);
+- requests that need topics (AT-1..AT-5): a KRaft broker's FindCoordinator (DESCRIBE on the
+  group, COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is missing from its replayed
+  image) and Metadata with auto-creation (DESCRIBE then CREATE on the topic), its
+  ``AutoTopicCreationManager`` on the forwarding channel, and the controller's
+  ``controller_handles_create_topics`` for the broker's own CreateTopicsRequest;
 - the controller side: the receiving side of an EnvelopeRequest (``KafkaApis.handleEnvelope``,
   F-22..F-27; ``ControllerApis.handleEnvelopeRequest``, F-28..F-30, the inner request authorized
   as the client), the mutation written by the ``QuorumController`` or the ZK ``KafkaController``,
@@ -44,11 +49,12 @@ from __future__ import annotations
 import random
 from ipaddress import ip_address
 
+from impl.auto_topics import GROUP, find_coordinator, handle_metadata
 from impl.broker_registration import ClusterControlManager
 from impl.channel import ControllerChannel, negotiate_version
 from impl.cluster.observation import ClientResult
-from impl.cluster.wiring import Conn, Node
-from impl.cluster_config import DESCRIBE, FORGED_ENVELOPE, ClientConfig
+from impl.cluster.wiring import CLUSTER_ID, Conn, Node
+from impl.cluster_config import DESCRIBE, FIND_COORDINATOR, FORGED_ENVELOPE, METADATA, ClientConfig
 from impl.context import RequestContext
 from impl.describe_cluster import (BrokerDescribeCluster, BrokerRegistration,
                                    ControllerDescribeCluster, kraft_alive_brokers)
@@ -60,9 +66,12 @@ from impl.protocol import (build_envelope_request, encode_request, encode_respon
 from impl.protocol.api_keys import (BROKER_HEARTBEAT, BROKER_REGISTRATION,
                                     CONTROLLER_REGISTRATION, CREATE_ACLS, CREATE_TOPICS,
                                     DESCRIBE_CLUSTER, ENVELOPE, INCREMENTAL_ALTER_CONFIGS)
+from impl.protocol.api_keys import FIND_COORDINATOR as FIND_COORDINATOR_KEY
+from impl.protocol.api_keys import METADATA as METADATA_KEY
 from impl.protocol.errors import (CLUSTER_AUTHORIZATION_FAILED, NETWORK_EXCEPTION, NONE,
                                   TOPIC_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION)
 from impl.protocol.principal import KafkaPrincipal
+from impl.protocol.schema import ZERO_UUID
 from impl.sim import REQUEST, RESPONSE, Event, Message
 from impl.cluster.wiring import ENTITY_CONFIG_WRITE_UNCHECKED
 from impl.zk_controller import acl_mutation, config_mutation
@@ -75,7 +84,9 @@ DENIED = {CREATE_TOPICS: TOPIC_AUTHORIZATION_FAILED,
           INCREMENTAL_ALTER_CONFIGS: TOPIC_AUTHORIZATION_FAILED,
           CREATE_ACLS: CLUSTER_AUTHORIZATION_FAILED}
 CLIENT_MAX_VERSION = {CREATE_TOPICS: 7, INCREMENTAL_ALTER_CONFIGS: 1, CREATE_ACLS: 3,
-                      DESCRIBE_CLUSTER: 1, ENVELOPE: 0}
+                      DESCRIBE_CLUSTER: 1, ENVELOPE: 0,
+                      # a Kafka 3.8.0 client's latest FindCoordinator and Metadata (AT-1, AT-2)
+                      FIND_COORDINATOR_KEY: 5, METADATA_KEY: 12}
 
 # the BrokerLifecycleManager's two APIs (BL-4, BL-9)
 LIFECYCLE_APIS = (BROKER_REGISTRATION, BROKER_HEARTBEAT)
@@ -83,7 +94,8 @@ LIFECYCLE_APIS = (BROKER_REGISTRATION, BROKER_HEARTBEAT)
 # the step names (the order of ``events()``)
 STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_controller",
          "channel_sends_request", "channel_times_out_request", "controller_handles_envelope",
-         "broker_handles_envelope_response", "controller_sends_registration",
+         "broker_handles_envelope_response", "controller_handles_create_topics",
+         "broker_handles_create_topics_response", "controller_sends_registration",
          "controller_handles_registration", "controller_handles_registration_response",
          "broker_sends_registration", "broker_sends_heartbeat",
          "controller_handles_broker_registration", "controller_handles_broker_heartbeat",
@@ -97,6 +109,7 @@ STEPS = ("client_sends_request", "broker_learns_controller", "channel_discovers_
          "operator_updates_listeners")
 # the steps that take a message in flight
 MESSAGE_STEPS = ("controller_handles_envelope", "broker_handles_envelope_response",
+                 "controller_handles_create_topics", "broker_handles_create_topics_response",
                  "controller_handles_registration", "controller_handles_registration_response",
                  "controller_handles_broker_registration", "controller_handles_broker_heartbeat",
                  "broker_handles_lifecycle_response", "node_discards_stale_response",
@@ -186,6 +199,14 @@ class ClusterSteps:
             body = {"Creations": [{"ResourceType": 2, "ResourceName": topic,
                                    "ResourcePatternType": 3, "Principal": "User:reader",
                                    "Host": "*", "Operation": 3, "PermissionType": 3}]}
+        elif c.api_key == FIND_COORDINATOR_KEY:
+            # a consumer's lookup of its group's coordinator (KeyType GROUP)
+            group = f"group-{c.name}"
+            body = ({"KeyType": GROUP, "CoordinatorKeys": [group]} if version >= 4
+                    else {"Key": group, "KeyType": GROUP})
+        elif c.api_key == METADATA_KEY:
+            body = {"Topics": [{"TopicId": ZERO_UUID, "Name": c.topic_name}],
+                    "AllowAutoTopicCreation": True, "IncludeTopicAuthorizedOperations": False}
         else:
             header["RequestApiKey"] = DESCRIBE_CLUSTER
             body = {"IncludeClusterAuthorizedOperations": False,
@@ -237,6 +258,9 @@ class ClusterSteps:
                                    "CorrelationId": 7, "ClientId": c.name}, env)
             self._receive_envelope(c.node_id, data, ctx, reply=("client", name))
             return True
+        if c.kind in (FIND_COORDINATOR, METADATA):
+            self._broker_handles_topic_request(c, node, ctx)
+            return True
         version = min(self._advertised_max(c.node_id, c.api_key),
                       CLIENT_MAX_VERSION[c.api_key])
         data = self._client_request(c, version)
@@ -269,6 +293,55 @@ class ClusterSteps:
                 return
             self._respond(name, ClientResult(code, env))
         node.forwarding.forward(data, ctx, self.now_ms, respond)
+
+    # ---- requests that need topics (AT-1..AT-5) ------------------------------------------------
+
+    def _broker_handles_topic_request(self, c: ClientConfig, node: Node,
+                                      ctx: RequestContext) -> None:
+        """FindCoordinator (AT-1) or Metadata (AT-2) at a KRaft broker's ``KafkaApis``, the
+        latest version both ends know.  The broker's metadata image is what it has replayed;
+        a topic it lacks goes to its ``AutoTopicCreationManager``.  Neither API is served by a
+        controller nor, here, by a ZK broker (whose creation paths, AT-6, are not
+        implemented): the connection is closed."""
+        n = c.node_id
+        if not (self.kraft and node.role == "broker" and node.auto_topics is not None):
+            self._respond(c.name, ClientResult(NETWORK_EXCEPTION))
+            return
+        version = min(self._api_ranges(n)[c.api_key][1], CLIENT_MAX_VERSION[c.api_key])
+        data = self._client_request(c, version)
+        header, body = parse_request(data)
+        image = self.quorum.image(n)
+        me = self._advertised_endpoint(n, ctx.listener_name)
+        if c.kind == FIND_COORDINATOR:
+            resp = find_coordinator(ctx, version, body, authorize=self.acls.allows,
+                                    image_topics=image.topics, manager=node.auto_topics,
+                                    now_ms=self.now_ms, coordinator=(n,) + me)
+            data = encode_response(c.api_key, version, header["CorrelationId"], resp)
+            self._respond(c.name, ClientResult(first_error(resp), 0, frozenset(), data))
+            return
+
+        def answered(resp: dict, answer, name=c.name, run=node.run) -> None:
+            # the client waits on this process run's connection
+            if node.run != run or not node.alive or self.results[name]:
+                return
+            code = NETWORK_EXCEPTION if answer.close_connection else first_error(resp)
+            data = None if answer.close_connection else encode_response(
+                METADATA_KEY, version, header["CorrelationId"], resp)
+            self._respond(name, ClientResult(code, answer.envelope_error, frozenset(), data))
+        props = node.spec.props()
+        resp = handle_metadata(
+            ctx, header, body, authorize=self.acls.allows, image_topics=image.topics,
+            auto_create_enable=props.get("auto.create.topics.enable", "true").strip().lower()
+            == "true", manager=node.auto_topics, now_ms=self.now_ms, brokers=[(n,) + me],
+            cluster_id=CLUSTER_ID, controller_id=n, on_answer=answered)
+        if resp is not None:
+            data = encode_response(METADATA_KEY, version, header["CorrelationId"], resp)
+            self._respond(c.name, ClientResult(first_error(resp), 0, frozenset(), data))
+
+    def _advertised_endpoint(self, n: int, listener: str) -> tuple:
+        """(host, port) of node ``n``'s advertised ``listener`` as its process run resolved
+        it (EP-1)."""
+        return self.resolved_endpoints(n).get(listener, ("", -1))
 
     def _describe_cluster(self, c: ClientConfig, node: Node, ctx: RequestContext) -> None:
         header, body = parse_request(self._client_request(c, 1))
@@ -339,7 +412,7 @@ class ClusterSteps:
         if self.kraft:
             r = self.nodes[n].qc.controller_accepts_mutation(key, body, waiter=(reply, header))
             if r is not None:
-                self._reply_mutation(n, reply, header, body, r.error_code)
+                self._send_reply(n, reply, header, r.body)
             return
         tag = header["ClientId"]
         mutation = self._mutation_of(key, tag)
@@ -369,6 +442,16 @@ class ClusterSteps:
                 return
             payload = wrap_inner_response(env_header, header, resp)
             self._send(RESPONSE, n, conn, env_header, payload, ENVELOPE, 0)
+            return
+        if kind == "create_topics":
+            # a broker's own CreateTopicsRequest, answered on its connection (AT-4)
+            _, conn_id, req_header = reply
+            conn = self.conns.get(conn_id)
+            if conn is None or not self._conn_open(conn):
+                return
+            version = req_header["RequestApiVersion"]
+            payload = encode_response(CREATE_TOPICS, version, req_header["CorrelationId"], resp)
+            self._send(RESPONSE, n, conn, req_header, payload, CREATE_TOPICS, version)
             return
         if kind == "registration":
             _, conn_id, reg_header = reply
@@ -659,13 +742,22 @@ class ClusterSteps:
             return False
         if dry:
             return True
-        self.now_ms = max(self.now_ms, self._due_deadline(ch))
+        # the item in flight first when its network timeout falls in this tick, as the model
+        # takes it (within a tick the model does not order deadlines)
         flight = ch.inflight_request
+        network_deadline = (None if flight is None or flight.item is None
+                            else flight.sent_ms + ch.request_timeout_ms + 1)
+        if network_deadline is not None and network_deadline < self._window_end():
+            self.now_ms = max(self.now_ms, network_deadline)
+        else:
+            self.now_ms = max(self.now_ms, self._due_deadline(ch))
         if flight is not None and self.now_ms - flight.sent_ms > ch.request_timeout_ms:
             # the network timeout closes the connection: what was on it is gone, and so is
             # the answer the controller may still send on it
             self._disconnect(n)
-        ch.expire(self.now_ms)
+        # one item per step, as the model times them out: items due together (a forwarded
+        # request and the broker's own CreateTopics queued in one instant) go one step each
+        ch.expire(self.now_ms, max_items=1)
         return True
 
     def _deliverable(self, mid: int, kinds) -> Message | None:
@@ -725,8 +817,50 @@ class ClusterSteps:
         self.nodes[m.dst].channel.on_response(m.correlation_id, m.payload, self.now_ms)
         return True
 
+    def _ev_controller_handles_create_topics(self, mid: int, dry: bool) -> bool:
+        """A broker's own CreateTopicsRequest (no Envelope, AT-4) at a KRaft controller:
+        ``ControllerApis.handleCreateTopics`` authorizes the connection's principal, the
+        ``QuorumController`` writes (impl.kraft, AT-5)."""
+        m = self._request_to_live_node(mid, CREATE_TOPICS)
+        if m is None or self.nodes[m.dst].qc is None:
+            return False
+        if dry:
+            return True
+        self.network.take(mid)
+        conn = self.conns[m.conn]
+        header, body = parse_request(m.payload)
+        ctx = self._server_context(conn, header)
+        reply = ("create_topics", conn.id, header)
+        before = len(self.quorum.uncommitted)
+        r = self.nodes[m.dst].qc.controller_handles_create_topics(
+            body, waiter=(reply, header),
+            has_cluster_auth=self.acls.allows(ctx.principal, "CREATE", "CLUSTER"),
+            creatable=lambda names: {x for x in names
+                                     if self.acls.allows(ctx.principal, "CREATE", "TOPIC")})
+        for write in self.quorum.uncommitted[before:]:
+            for entry in write.entries:
+                if entry.record.name == "TopicRecord":
+                    self._created_as[entry.record.data["TopicId"]] = ctx.principal.name
+        if r is not None:
+            self._send_reply(m.dst, reply, header, r.body)
+        return True
+
+    def _ev_broker_handles_create_topics_response(self, mid: int, dry: bool) -> bool:
+        """The controller's answer to the broker's own CreateTopicsRequest: NOT_CONTROLLER
+        re-queues it (F-21.4), anything else completes it (the AutoTopicCreationManager clears
+        the topic's in-flight mark and logs, AT-5)."""
+        m = self._deliverable(mid, {(RESPONSE, CREATE_TOPICS)})
+        if m is None or not self._response_matches(m):
+            return False
+        if dry:
+            return True
+        self.network.take(mid)
+        self.nodes[m.dst].channel.on_response(m.correlation_id, m.payload, self.now_ms)
+        return True
+
     def _ev_node_discards_stale_response(self, mid: int, dry: bool) -> bool:
-        m = self._deliverable(mid, {(RESPONSE, key) for key in (ENVELOPE, CONTROLLER_REGISTRATION)
+        m = self._deliverable(mid, {(RESPONSE, key) for key in (ENVELOPE, CONTROLLER_REGISTRATION,
+                                                               CREATE_TOPICS)
                                     + LIFECYCLE_APIS})
         if m is None:
             return False

@@ -9,9 +9,11 @@ to the simulator's network (``impl/sim.py``).
 - ``ClusterWiring``: start-up, what ``KafkaServer`` (ZK), ``BrokerServer`` and
   ``ControllerServer`` wire together: a broker's ``ControllerChannel``
   (``NodeToControllerChannelManager``, reaching the controller on the listener of L-29) with its
-  ``ForwardingManager`` (F-1..F-21) and, in ZK mode, the ``EnvelopeReceiver`` of its
-  ``KafkaApis`` (F-22..F-27) over the shared ZooKeeper (``impl/zk_controller``); a KRaft
-  controller's ``QuorumController`` over the shared ``RaftQuorum`` (``impl/kraft``), its
+  ``ForwardingManager`` (F-1..F-21) -- on a KRaft broker also its
+  ``AutoTopicCreationManager`` (``impl/auto_topics``, AT-3, AT-4) -- and, in ZK mode, the
+  ``EnvelopeReceiver`` of its ``KafkaApis`` (F-22..F-27) over the shared ZooKeeper
+  (``impl/zk_controller``); a KRaft controller's ``QuorumController`` over the shared
+  ``RaftQuorum`` (``impl/kraft``) with its ``create.topic.policy.class.name``, its
   ``EnvelopeReceiver`` (F-28..F-30) and its ``ControllerRegistrationManager`` (R-1..R-22) on its
   own channel; the API versions each node parses (F-35);
 - with KRaft broker registration on: each KRaft broker's ``BrokerLifecycleManager`` (BL-1..BL-12,
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from impl import config as listener_config
 from impl.broker_registration import (MV_3_7_IV2, ClusterControlManager, register_broker_record,
                                       register_broker_record_version)
+from impl.auto_topics import AutoTopicCreationManager, create_topic_policy
 from impl.channel import ControllerChannel, own_api_ranges
 from impl.cluster_config import KRAFT_MODE, ClientConfig, ClusterConfig, NodeConfig
 from impl.context import ControllerInfo
@@ -99,6 +102,21 @@ ENTITY_CONFIG_WRITE_UNCHECKED = "entity-config-write-unchecked"
 ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER = "entity-config-check-passes-recreated-controller"
 MIGRATION_BUGS = (CLAIMS_BEFORE_BROKERS_READY, ENTITY_CONFIG_WRITE_UNCHECKED,
                   ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER)
+
+# ``ClusterConfig.bugs`` of the topics requests need (AT-1..AT-5), named after the model's
+# variants:
+#   internal-topics-bypass-policy: the active controller does not run
+#   create.topic.policy.class.name for a CreateTopicsRequest a broker sends as itself (the
+#   internal topic of a FindCoordinator), the hole KIP-590 names in ZooKeeper brokers' direct
+#   creation (``QuorumController(internal_topics_bypass_policy=True)``);
+#   auto-create-errors-only-logged: Kafka 3.8.0's AutoTopicCreationManager, which answers a
+#   Metadata request's auto-creation UNKNOWN_TOPIC_OR_PARTITION at once and only logs the
+#   controller's answer (AutoTopicCreationManager.scala L171-187, L216-221;
+#   docs/findings/auto-create-errors-only-logged.md).  Default: the policy runs on every
+#   creation and the broker waits for the controller's answer, as KIP-590 says.
+INTERNAL_TOPICS_BYPASS_POLICY = "internal-topics-bypass-policy"
+AUTO_CREATE_ERRORS_ONLY_LOGGED = "auto-create-errors-only-logged"
+AUTO_TOPIC_BUGS = (INTERNAL_TOPICS_BYPASS_POLICY, AUTO_CREATE_ERRORS_ONLY_LOGGED)
 
 # the inter.broker.protocol.version an operator's second rolling bounce sets (MG-1)
 MIGRATION_INTER_BROKER_PROTOCOL_VERSION = "3.7-IV0"
@@ -170,6 +188,8 @@ class Node:
     qc: QuorumController | None = None
     known_controller: int = -1  # KRaft broker metadata cache (ZK: ZkBroker.known_controller)
     receiver: EnvelopeReceiver | None = None
+    # a KRaft broker's AutoTopicCreationManager, on its forwarding channel (AT-3, AT-4)
+    auto_topics: AutoTopicCreationManager | None = None
     # KRaft broker registration: a broker's manager (this process run's) and a controller's
     # ClusterControlManager (active while it leads)
     lifecycle: BrokerLifecycleManager | None = None
@@ -213,6 +233,9 @@ class ClusterWiring:
         self._request_of: dict = {}     # response message id -> what its request was
         self._sent_on: dict = {}        # (node, run, correlation id) -> connection id
         self._correlation: dict = {}    # (node, run) -> the heartbeat channel's last id
+        # TopicId -> the principal a controller created the topic as, for the TopicRecords of
+        # brokers' own CreateTopicsRequests (what the controller's request log shows)
+        self._created_as: dict = {}
         self.budget = None                           # fault budget for free-running runs
         self.unresolved_endpoints = REGISTERS_UNRESOLVED_ENDPOINTS in self.bugs
         self._next_ephemeral_port = EPHEMERAL_PORT_BASE
@@ -535,9 +558,11 @@ class ClusterWiring:
         self.quorum = RaftQuorum(controllers, cfg.metadata_version, ic, boot)
         for n, node in self.nodes.items():
             if node.role == "controller":
-                node.qc = QuorumController(n, self.quorum, self.acls.cluster, self.rng,
-                                           check_controller_endpoints=not
-                                           self.unresolved_endpoints)
+                node.qc = QuorumController(
+                    n, self.quorum, self.acls.cluster, self.rng,
+                    check_controller_endpoints=not self.unresolved_endpoints,
+                    create_topic_policy=create_topic_policy(node.spec.props()),
+                    internal_topics_bypass_policy=INTERNAL_TOPICS_BYPASS_POLICY in self.bugs)
                 node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
                                                  principal_serde=node.spec.principal_serde)
                 if cfg.broker_registration:
@@ -603,6 +628,10 @@ class ClusterWiring:
         node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
                                          lambda: self._controller_info(node.known_controller))
         node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
+        # BrokerServer L351-352: the AutoTopicCreationManager shares the forwarding channel
+        node.auto_topics = AutoTopicCreationManager(
+            node.channel, node.spec.props(), self._api_ranges(n),
+            errors_only_logged=AUTO_CREATE_ERRORS_ONLY_LOGGED in self.bugs)
         if not self.config.broker_registration:
             node.incarnations.append(node.run)
             return

@@ -27,6 +27,7 @@ from impl.protocol.schema import Versions
 # the ids code refers to by name (``ApiKeys`` constants; the table below has them all)
 METADATA = 3
 CONTROLLED_SHUTDOWN = 7
+FIND_COORDINATOR = 10
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20

@@ -17,8 +17,8 @@ from __future__ import annotations
 import z3
 
 from model import kafka
-from model.config import (BROKER, CONTROLLER, DESCRIBE, FORGED_ENVELOPE, KRAFT, ZK, Design,
-                          ModelConfig)
+from model.config import (BROKER, CONTROLLER, DESCRIBE, FIND_COORDINATOR, FORGED_ENVELOPE, KRAFT,
+                          METADATA, ZK, Design, ModelConfig)
 from model.actions import principal_index, target_listener
 from model.state import (ENVELOPE_REQUEST, ENVELOPE_RESPONSE, FEATURE_LEVEL, FORWARD,
                          MUTATION_RECORD, NO_NODE, NO_TIME, NO_VERSIONS, REGISTER_CONTROLLER,
@@ -424,6 +424,13 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
     version = _advertised_version(S, cfg, d, n)
     S = S.set({f"c{c}.sent": True, f"c{c}.version": version})
     dead = _respond(S, cfg, c, kafka.NETWORK_EXCEPTION)
+    if spec.kind in (FIND_COORDINATOR, METADATA):
+        # AT-1, AT-2: the topics a request needs are not stated; a configuration with such
+        # clients (internal_topics) takes controller_handles_create_topics, which the encoding
+        # lacks, and is refused before any step is built (next.unencoded_actions).
+        raise ValueError(f"{cfg.name}: client {spec.name} may make its broker create a topic, "
+                         f"which the encoding does not state (auto_create_errors_only_logged="
+                         f"{d.auto_create_errors_only_logged})")
     if spec.kind == DESCRIBE:
         live = _node_handles_describe_cluster(S, cfg, d, c, n, listener)
     else:
