@@ -217,8 +217,10 @@ def test_an_accepted_miss_is_reported_not_failed(capsys, monkeypatch):
 
 def test_check_runs_every_engine_and_writes_the_report(capsys, tmp_path, monkeypatch):
     """The main job: one table of property x engine, and report.md/report.html whose plots
-    exist and are non-empty SVG."""
-    _only_variants_of(monkeypatch, "zk-envelope-security")
+    exist and are non-empty SVG.  One variant is enough for the table (every engine runs it)."""
+    import model.config
+    monkeypatch.setattr(model.config, "VARIANTS",
+                        {"envelope-any-listener": VARIANTS["envelope-any-listener"]})
     code, out, _ = run(["check", "--configs", "zk-envelope-security", "--jobs", "2",
                         "--out", str(tmp_path / "rep")], capsys)
     assert code == 0, out
