@@ -36,12 +36,18 @@ def test_every_tiny_configuration_is_pinned():
 
 @pytest.mark.parametrize("name", TINY)
 def test_correct_design_holds_and_reaches_every_witness(name):
+    """One exploration per tiny configuration answers for the safety properties, the
+    witnesses, the pinned count and the whole-graph checks (SETTLE, DEADLOCK, PROGRESS:
+    tests/test_settle.py and tests/test_progress.py show each one can fail)."""
     result = explore(KafkaSpec.named(name))
     assert result.complete
     assert result.violation is None, result.trace
     assert result.witnesses_missing == ()
     assert set(result.witnesses_reached) == set(CONFIGS[name].witnesses)
     assert result.distinct == PINNED[name][0]
+    assert result.graph_checked
+    assert result.graph_violation is None, (result.graph_violation, result.graph_trace)
+    assert 0 < result.graph_bytes < 100 * result.generated
 
 
 # Symmetry reduction changes nothing where a configuration declares no interchangeable nodes:
