@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from impl.context import RequestContext
-from impl.kraft import (METADATA_VERSION, MINIMUM_KRAFT_VERSION, ClusterAuthorizer,
+from impl.kraft import (KRAFT_VERSION, METADATA_VERSION, MINIMUM_KRAFT_VERSION, ClusterAuthorizer,
                         ControllerReply, LogEntry, MetadataRecord, PendingWrite, RaftQuorum,
                         unserializable_endpoint)
 from impl.protocol import ProtocolError, encode
@@ -359,11 +359,16 @@ class ClusterControlManager:
     (CLUSTER_ACTION on CLUSTER, BR-1, BH-2)."""
 
     def __init__(self, node_id: int, authorizer: ClusterAuthorizer, cluster_id: str | None = None,
-                 session_timeout_ms: int = BROKER_SESSION_TIMEOUT_MS):
+                 session_timeout_ms: int = BROKER_SESSION_TIMEOUT_MS, *, kraft_version: int = 0,
+                 ignore_omitted_features: bool = False):
         self.node_id = node_id
         self.authorizer = authorizer
         self.cluster_id = cluster_id
         self.session_timeout_ms = session_timeout_ms
+        # the finalized kraft.version, from the Raft client (KAFKA-17305's fix reads it there)
+        self.kraft_version = kraft_version
+        # 3.8.0 (before KAFKA-17305): a finalized feature the registration omits is not checked
+        self.ignore_omitted_features = ignore_omitted_features
         self.heartbeat_manager: BrokerHeartbeatManager | None = None
 
     def is_active(self, quorum: RaftQuorum) -> bool:
@@ -447,6 +452,8 @@ class ClusterControlManager:
         if body.get("IsMigratingZkBroker"):
             return self._reply(waiter, BROKER_REGISTRATION, BROKER_ID_NOT_REGISTERED)
         features = finalized_features(quorum)
+        if self.kraft_version:
+            features[KRAFT_VERSION] = self.kraft_version
         metadata_version = features.get(METADATA_VERSION, MINIMUM_KRAFT_VERSION)
         log_dirs = list(body.get("LogDirs", ()))
         if metadata_version >= MV_3_7_IV2 and \
@@ -455,7 +462,8 @@ class ClusterControlManager:
         endpoints = self._endpoints(body.get("Listeners", ()))
         if endpoints is None:
             return self._reply(waiter, BROKER_REGISTRATION, UNKNOWN_SERVER_ERROR)
-        record_features = self._features(body.get("Features", ()), features)
+        record_features = self._features(body.get("Features", ()), features,
+                                         self.ignore_omitted_features)
         if record_features is None:
             return self._reply(waiter, BROKER_REGISTRATION, UNSUPPORTED_VERSION)
 
@@ -513,10 +521,12 @@ class ClusterControlManager:
         return list(endpoints.values())
 
     @staticmethod
-    def _features(requested: Iterable[Mapping], finalized: Mapping[str, int]
-                  ) -> list[dict] | None:
+    def _features(requested: Iterable[Mapping], finalized: Mapping[str, int],
+                  ignore_omitted: bool = False) -> list[dict] | None:
         """BR-4.9 (3.9 ``registerBroker`` and ``processRegistrationFeature``): the record's
-        Features, or None when a finalized level is outside the broker's range."""
+        Features, or None when a finalized level is outside the broker's range.  A finalized
+        feature the broker omits must be at level 0 (KAFKA-17305's check of kraft.version),
+        unless ``ignore_omitted`` (3.8.0)."""
         def supported(name: str, low: int, high: int) -> bool:
             default = 1 if name == METADATA_VERSION else 0
             return low <= finalized.get(name, default) <= high
@@ -537,7 +547,8 @@ class ClusterControlManager:
                         "MaxSupportedVersion": MINIMUM_KRAFT_VERSION})
             names.add(METADATA_VERSION)
         for name, level in finalized.items():
-            if name not in names and level != 0 and not supported(name, 0, 0):
+            if (not ignore_omitted and name not in names and level != 0
+                    and not supported(name, 0, 0)):
                 return None
         return out
 

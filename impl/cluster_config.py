@@ -31,6 +31,16 @@ class NodeConfig:
     principal: str              # the principal it authenticates as (User:<principal>)
     api_max: tuple = ()         # ((api_key, max version it parses), ...) below the schemas' max
     principal_serde: bool = True
+    # a KRaft broker's supported features per process run (run i runs entry i, the last entry
+    # every later run: a rolling upgrade), each ((name, min, max), ...): its
+    # BrokerRegistrationRequest's Features (BL-4, BR-4.9); () -- the software's defaults
+    software: tuple = ()
+
+    def features(self, run: int) -> dict | None:
+        """The supported features of process run ``run``, name -> (min, max), or None."""
+        if not self.software:
+            return None
+        return {name: (lo, hi) for name, lo, hi in self.software[min(run, len(self.software) - 1)]}
 
     def props(self) -> dict:
         return dict(self.properties)
@@ -63,6 +73,9 @@ class ClusterConfig:
     clients: tuple              # tuple[ClientConfig]
     acls: frozenset             # frozenset[(principal, operation)]
     metadata_version: int = 15
+    # the finalized kraft.version (the Raft client's, KIP-853): a broker registration must
+    # support it, an omitted kraft.version counting as [0, 0] (BR-4.9, KAFKA-17305)
+    kraft_version: int = 0
     initial_controller: int | None = 0
     initially_registered: tuple = ()
     registration: bool = False

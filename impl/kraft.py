@@ -68,6 +68,7 @@ DEFAULT_MESSAGES = {code: ERROR_MESSAGES[code]
 MUTATION_APIS = (CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, CREATE_ACLS)
 
 METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"                  # KRaftVersion.FEATURE_NAME (KIP-853)
 MINIMUM_KRAFT_VERSION = 1        # 3.0-IV1
 MV_3_7_IV0 = 15                  # controller registration, controller DescribeCluster (R-1, D-1)
 # 3.9-IV0, the highest production level at apache/kafka commit 1eb7644 (docs/rules.md)

@@ -82,12 +82,41 @@ def metadata_version(s: State, n: int | None = None) -> int:
     """metadata.version from the FeatureLevelRecords of the log: the committed log, or the
     prefix node ``n`` has replayed (a controller starts at MINIMUM_KRAFT_VERSION, R-3)."""
     log = s.quorum.log
-    upto = len(log) if n is None else s.nodes[n].replayed
+    return metadata_version_of(log[:len(log) if n is None else s.nodes[n].replayed])
+
+
+def metadata_version_of(records) -> int:
+    """metadata.version after these records: the level of the last FeatureLevelRecord."""
     level = kafka.MINIMUM_KRAFT_VERSION
-    for rec in log[:upto]:
+    for rec in records:
         if rec.kind == FEATURE_LEVEL:
             level = rec.level
     return level
+
+
+def unsupported_feature(cfg: ModelConfig, n: int, incarnation: int, mv: int,
+                        ignore_omitted: bool = False) -> str | None:
+    """BR-4.9 (processRegistrationFeature): the first finalized feature whose level the
+    software of node ``n``'s process run ``incarnation`` does not support, None if it
+    supports them all.  A registration without metadata.version supports [1, 1]; one without
+    kraft.version supports only level 0 (KAFKA-17305's fix), unless ``ignore_omitted``
+    (3.8.0: a finalized feature the registration omits is not checked)."""
+    features = cfg.nodes[n].features(incarnation)
+    if features is None:
+        return None
+    ranges = {name: (lo, hi) for name, lo, hi in features}
+    for name, level in ((kafka.METADATA_VERSION_FEATURE, mv),) + cfg.finalized_features:
+        if name in ranges:
+            lo, hi = ranges[name]
+        elif name == kafka.METADATA_VERSION_FEATURE:
+            lo = hi = kafka.MINIMUM_KRAFT_VERSION
+        elif ignore_omitted:
+            continue
+        else:
+            lo = hi = 0
+        if not lo <= level <= hi:
+            return name
+    return None
 
 
 def advertised_endpoints(cfg: ModelConfig, d: Design, n: int, incarnation: int) -> int:
@@ -1149,6 +1178,11 @@ def controller_handles_broker_registration(s: State, cfg: ModelConfig, d: Design
         # BR-4.8: ListenerInfo refuses port 0 and a blank host (a RuntimeException, -1);
         # since KAFKA-16952 the heartbeat manager is changed only after every check passed
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
+    if unsupported_feature(cfg, b, m.incarnation_id, metadata_version_of(view),
+                           d.registration_ignores_omitted_features) is not None:
+        # BR-4.9: the run's software does not support a finalized level (the request's
+        # Features are its run's, NodeSpec.software)
+        return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)
     record = RegisterBrokerRecord(REGISTER_BROKER, b, m.incarnation_id, q.epoch, r,
                                   sender_cluster_action=sender_ca, broker_epoch=epoch,
                                   fenced=fenced, endpoints=m.endpoints)

@@ -57,6 +57,17 @@ class NodeSpec:
     principal: str              # the principal this node authenticates as on other nodes
     api_max: int = 7            # highest version of the forwardable APIs it parses (F-35)
     principal_serde: bool = True  # principal.builder.class implements KafkaPrincipalSerde (F-12)
+    # The features its software supports, per process run (a restart may start other software:
+    # a rolling upgrade), the last entry for every later run: each a tuple of (feature, min
+    # level, max level), the Features of its registration (BR-4.9, R-14).  Empty: every run
+    # supports every finalized feature at its level.
+    software: tuple = ()
+
+    def features(self, incarnation: int) -> tuple | None:
+        """The supported features of process run ``incarnation``, None when unconstrained."""
+        if not self.software:
+            return None
+        return self.software[min(incarnation, len(self.software) - 1)]
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,9 @@ class ModelConfig:
     zk_forwarding: bool = True  # ZK brokers forward (KIP-590 design; F-4 migration mode)
     registration: bool = False  # KIP-919 controller registration runs
     metadata_version: int = kafka.MV_3_7_IV0
+    # finalized levels of the features other than metadata.version, as (feature, level): fixed
+    # (no UpdateFeatures here); a broker's registration must support each (BR-4.9)
+    finalized_features: tuple = ()
     initial_controller: int | None = 0  # ZK: elected controller at start; KRaft: leader
     initially_registered: tuple = ()   # KRaft controllers registered (incarnation 0) at start
     # KRaft brokers run their BrokerLifecycleManager: they register, heartbeat, and the active
@@ -342,6 +356,7 @@ class Design:
     entity_config_check_passes_recreated_controller: bool = False
     internal_topics_bypass_policy: bool = False
     auto_create_errors_only_logged: bool = False
+    registration_ignores_omitted_features: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -603,6 +618,13 @@ VARIANTS = {v.name: v for v in (
             "client fail fast'; AT-5 (AutoTopicCreationManager L171-187 logs the response at "
             "debug); docs/findings/auto-create-errors-only-logged.md", ("P11",),
             ("auto_create_errors_only_logged",), "kraft-internal-topics", kind=FINDING),
+    Variant("registration-ignores-omitted-features",
+            "the active controller checks only the features a broker registration lists: a "
+            "broker whose software predates kraft.version omits it and registers although "
+            "kraft.version is finalized at 1, a level it cannot run",
+            "KAFKA-17305 ('Quorum controller should check the finalized kraft.version during "
+            "broker registration', fixed on trunk 2024-08-21 after 3.8.0); BR-4.9", ("P12",),
+            ("registration_ignores_omitted_features",), "kraft-broker-features"),
 )}
 
 

@@ -258,6 +258,31 @@ KRAFT_BROKER_REGISTRATION = ModelConfig(
                "duplicate-broker-registration-refused"),
 )
 
+# B2's software in kraft-broker-features: its first process run predates kraft.version (the
+# registration omits the feature); its restart runs upgraded software that supports it (BR-4.9)
+SOFTWARE_BEFORE_KRAFT_VERSION = ((kafka.METADATA_VERSION_FEATURE, 1, 20),)
+SOFTWARE_WITH_KRAFT_VERSION = ((kafka.METADATA_VERSION_FEATURE, 1, 20),
+                               (kafka.KRAFT_VERSION_FEATURE, 0, 1))
+
+KRAFT_BROKER_FEATURES = ModelConfig(
+    name="kraft-broker-features",
+    description="Registrations carry supported features: C1 leads with kraft.version finalized "
+                "at 1; B2's first process run is older software whose registration omits "
+                "kraft.version, which the active controller refuses with UNSUPPORTED_VERSION "
+                "(BR-4.9 with KAFKA-17305's fix); B2 may crash and restart with upgraded "
+                "software, which registers.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), replace(_broker("B2"), software=(SOFTWARE_BEFORE_KRAFT_VERSION,
+                                                                SOFTWARE_WITH_KRAFT_VERSION))),
+    clients=(), acls=ACLS, broker_registration=True, initial_controller=0,
+    finalized_features=((kafka.KRAFT_VERSION_FEATURE, 1),),
+    # B2's old software retries its refused registration for ever (BL-5): a second crash lets
+    # it stop where C1's crash and restart took the one restart
+    max_crashes=2, max_restarts=1, session_timeout=1, max_time=2,
+    witnesses=("broker-registration-refused-unsupported-features",
+               "restarted-broker-registered"),
+)
+
 # advertised as configured with a blank host and port 0: resolved and bound anew by each
 # process run (EP-1..EP-5)
 CONTROLLER_EPHEMERAL = Listener("CONTROLLER", "SSL", CONTROLLER_LISTENER, host=WILDCARD_HOST,
@@ -391,7 +416,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_BROKER_REGISTRATION, KRAFT_CONTROLLER_ENDPOINTS,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
-                               KRAFT_INTERNAL_TOPICS_POLICY,
+                               KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")

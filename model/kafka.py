@@ -94,6 +94,10 @@ ENDPOINT_UNKNOWN, ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 0, 1, 2
 # metadata.version feature levels (MetadataVersion.java)
 MV_3_7_IV0 = 15          # controller registration and controller DescribeCluster (R-1, D-1)
 MINIMUM_KRAFT_VERSION = 1
+# feature names (MetadataVersion.FEATURE_NAME, KRaftVersion.FEATURE_NAME): a registration
+# carries the range of each feature its software supports (BR-4.9, R-14)
+METADATA_VERSION_FEATURE = "metadata.version"
+KRAFT_VERSION_FEATURE = "kraft.version"
 
 
 def error_name(code: int) -> str:

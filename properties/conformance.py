@@ -69,7 +69,8 @@ from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FIND_COORDINATOR as I_F
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
 from impl.cluster import (AUTO_TOPIC_BUGS, CLIENT_MAX_VERSION, MIGRATION_BUGS,
-                          REGISTERS_UNRESOLVED_ENDPOINTS, REGISTRATION_BUGS, ZK_REGISTRATION_BUGS)
+                          REGISTERS_UNRESOLVED_ENDPOINTS, REGISTRATION_BUGS,
+                          REGISTRATION_IGNORES_OMITTED_FEATURES, ZK_REGISTRATION_BUGS)
 from impl.lifecycle import BROKER_SESSION_TIMEOUT_MS
 
 # The implementation bugs a test may inject (impl/cluster/ honours them): the ZK
@@ -80,7 +81,8 @@ KNOWN_BUGS = ("skip-check-op",)
 # after the model's design variant it implements: with the variant's design on the model side,
 # conformance checks the variant (the implementation's default is the model's design).
 VARIANT_BUGS = (tuple(REGISTRATION_BUGS) + (REGISTERS_UNRESOLVED_ENDPOINTS,)
-                + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS + AUTO_TOPIC_BUGS)
+                + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS + AUTO_TOPIC_BUGS
+                + (REGISTRATION_IGNORES_OMITTED_FEATURES,))
 
 PROFILES = {          # (examples, steps per example)
     "ci": (60, 40),
@@ -278,7 +280,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
                              api_max=((kafka.CREATE_TOPICS, n.api_max),
                                       (kafka.INCREMENTAL_ALTER_CONFIGS, min(n.api_max, 1)),
                                       (kafka.CREATE_ACLS, min(n.api_max, 3))),
-                             principal_serde=n.principal_serde)
+                             principal_serde=n.principal_serde, software=n.software)
                   for i, n in enumerate(cfg.nodes))
     kinds = {DESCRIBE: I_DESCRIBE, FORGED_ENVELOPE: I_FORGED,
              FIND_COORDINATOR: I_FIND_COORDINATOR, METADATA: I_METADATA}
@@ -291,6 +293,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
         clients=clients,
         acls=frozenset((p,) + ACL_BINDINGS[op] for p, op in cfg.acls),
         metadata_version=cfg.metadata_version,
+        kraft_version=dict(cfg.finalized_features).get(kafka.KRAFT_VERSION_FEATURE, 0),
         initial_controller=cfg.initial_controller,
         initially_registered=tuple(cfg.initially_registered), registration=cfg.registration,
         broker_registration=cfg.broker_registration,

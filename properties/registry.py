@@ -21,7 +21,8 @@ from model.config import (BROKER, CONTROLLER, DESCRIBE, FIND_COORDINATOR, FORGED
 from model.next import quiescent
 from model.state import (BROKER_HEARTBEAT_RESPONSE, BROKER_REGISTRATION_CHANGE,
                          BROKER_REGISTRATION_RESPONSE,
-                         ENVELOPE_REQUEST, FENCED, FORWARD, MUTATION_RECORD, NO_NODE, NO_VERSIONS,
+                         ENVELOPE_REQUEST, FEATURE_LEVEL, FENCED, FORWARD, MUTATION_RECORD,
+                         NO_NODE, NO_VERSIONS,
                          REGISTER_BROKER, REGISTER_CONTROLLER, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_REGISTRATION, STATIC_ENDPOINTS,
                          CREATE_TOPICS_RESPONSE, TOPIC_RECORD,
@@ -838,6 +839,49 @@ def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) 
     return True
 
 
+# ------------------------------------------------------------------------------------------
+# P12 supported-features
+
+
+def _supports(features, name: str, level: int) -> bool:
+    # restated from BR-4.9, apart from model.actions.unsupported_feature on purpose (a mutant
+    # of the model's check must not change the clause)
+    for feature, lo, hi in features:
+        if feature == name:
+            return lo <= level <= hi
+    if name == kafka.METADATA_VERSION_FEATURE:
+        return level == kafka.MINIMUM_KRAFT_VERSION     # a missing metadata.version is [1, 1]
+    return level == 0                                   # KAFKA-17305: [0, 0]
+
+
+def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
+                                                  d: Design) -> bool:
+    """Every broker registration in the metadata log, committed or appended, is of a process
+    run whose software supports every finalized feature at the level finalized when the
+    registration was appended: metadata.version and each other finalized feature, one the
+    registration omits included.
+
+    BR-4.9: "each requested feature's finalized level ... must lie in [Min, Max], else
+    UnsupportedVersionException ('Unable to register because the broker does not support
+    version F of NAME')"; KAFKA-17305: "Quorum controller should check the finalized
+    kraft.version during broker registration" (a broker whose registration omits kraft.version
+    supports only level 0)."""
+    if not cfg.broker_registration:
+        return True
+    mv = kafka.MINIMUM_KRAFT_VERSION
+    for rec in _appended_records(s.quorum):
+        if rec.kind == FEATURE_LEVEL:
+            mv = rec.level
+        elif rec.kind == REGISTER_BROKER:
+            features = cfg.nodes[rec.broker_id].features(rec.incarnation_id)
+            if features is None:
+                continue
+            for name, level in ((kafka.METADATA_VERSION_FEATURE, mv),) + cfg.finalized_features:
+                if not _supports(features, name, level):
+                    return False
+    return True
+
+
 PROPERTIES = (
     Property("P1", "single-writer",
              "every durable write was made by the controller of the current epoch at the time "
@@ -950,6 +994,13 @@ PROPERTIES = (
              (Clause("created-topics-pass-policy", ALWAYS, created_topics_pass_policy),
               Clause("auto-creation-refusal-reaches-client", ALWAYS,
                      auto_creation_refusal_reaches_client))),
+    Property("P12", "supported-features",
+             "every broker registration in the metadata log is of a process run whose software "
+             "supports every finalized feature at its finalized level, a feature its "
+             "registration omits included",
+             "KIP-919 (registrations carry the supported feature ranges); BR-4.9; KAFKA-17305",
+             (Clause("registered-brokers-support-finalized-features", ALWAYS,
+                     registered_brokers_support_finalized_features),)),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -1014,6 +1065,7 @@ RELEVANT_FIELDS = {
     "every-request-answered": ("client-responses", "controller-channels", "network"),
     "created-topics-pass-policy": ("metadata-log", "controller-channels"),
     "auto-creation-refusal-reaches-client": ("client-responses", "controller-channels"),
+    "registered-brokers-support-finalized-features": ("broker-registrations", "metadata-log"),
     "broker-epoch-changes-with-incarnation": ("broker-registrations", "metadata-log"),
     "current-broker-never-told-stale": ("broker-registrations", "broker-lifecycles", "network"),
     "broker-fenced-only-after-session-expired": ("broker-registrations", "metadata-log", "clock"),
@@ -1196,6 +1248,12 @@ WITNESSES = {w.id: w for w in (
     Witness("restarted-broker-registered", "a restarted broker registers its new incarnation",
             lambda p, st, s, cfg: any(s.nodes[b].lifecycle_registered
                                       and s.nodes[b].incarnation > 0 for b in cfg.brokers())),
+    Witness("broker-registration-refused-unsupported-features",
+            "a broker registration whose software does not support a finalized feature level "
+            "is refused with UNSUPPORTED_VERSION (BR-4.9)",
+            lambda p, st, s, cfg: any(m.kind == BROKER_REGISTRATION_RESPONSE
+                                      and m.error == kafka.UNSUPPORTED_VERSION
+                                      for m in s.network)),
     Witness("duplicate-broker-registration-refused",
             "a new incarnation's registration is refused while the old one's session lives",
             lambda p, st, s, cfg: any(m.kind == BROKER_REGISTRATION_RESPONSE

@@ -33,6 +33,7 @@ ONLY_CATCHER = {
     "kraft-controller-sole-zk-writer": "claims-before-brokers-ready",
     "created-topics-pass-policy": "internal-topics-bypass-policy",
     "auto-creation-refusal-reaches-client": "auto-create-errors-only-logged",
+    "registered-brokers-support-finalized-features": "registration-ignores-omitted-features",
 }
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from model import next as model_next
 from model.configs import CONFIGS, TINY
+from model.state import BROKER_REGISTRATION_REQUEST
 from model.step import Step
 from properties.conformance import (Driver, check_steps, cluster_config, run_conformance,
                                     tick_ms, validate_impl_run)
@@ -486,3 +487,33 @@ def test_the_auto_topic_view_compares_in_flight_topics_and_created_topics():
     d.cluster._created_as[topic_id] = "admin"
     div = _compare(d.proj, d.cluster, d.state, 5, d.steps[-1], d.steps)
     assert div is not None and div.kind == "auto-topics" and "topics" in div.model
+
+
+def test_the_feature_check_bug_is_the_models_variant():
+    """kraft-broker-features: B2's first process run omits kraft.version, finalized at 1.  The
+    default implementation refuses its registration with UNSUPPORTED_VERSION as the model does
+    (BR-4.9 with KAFKA-17305's check); with the bug registration-ignores-omitted-features
+    (3.8.0) it registers in lockstep with the variant's model; each side against the other
+    design diverges on the same steps."""
+    from model.config import VARIANTS
+    cfg = CONFIGS["kraft-broker-features"]
+    design = VARIANTS["registration-ignores-omitted-features"].design
+    steps = [Step("broker_sends_registration", (1,))]
+    s = model_next.step(model_next.initial_state(cfg), cfg, design, steps[0])
+    (m,) = [m for m in s.network if m.kind == BROKER_REGISTRATION_REQUEST]
+    steps.append(Step("controller_handles_broker_registration", (tuple(m),)))
+    assert check_steps(cfg, steps, seed=SEED) is None           # refused on both sides
+    wrong = check_steps(cfg, steps, seed=SEED, bugs=("registration-ignores-omitted-features",))
+    assert wrong is not None and wrong.index == 2
+    wrong = check_steps(cfg, steps, seed=SEED, design=design)
+    assert wrong is not None and wrong.index == 2
+    steps.append(Step("controller_commits_records", ()))       # the variant's record commits
+    assert check_steps(cfg, steps, seed=SEED, design=design,
+                       bugs=("registration-ignores-omitted-features",)) is None
+
+
+def test_the_feature_check_bug_diverges_under_hypothesis():
+    r = run_conformance("kraft-broker-features", seed=SEED, profile="ci",
+                        bugs=("registration-ignores-omitted-features",))
+    assert r.divergence is not None
+    assert len(r.divergence.steps) <= 4

@@ -27,6 +27,7 @@ PINNED = {
     "zk-migration-bounce": (452, 452),
     "kraft-internal-topics": (3870, 3870),
     "kraft-internal-topics-policy": (788, 788),
+    "kraft-broker-features": (3044, 3044),
 }
 
 

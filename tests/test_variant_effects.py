@@ -671,6 +671,23 @@ def effect_auto_create_errors_only_logged():
     assert bad.clients[2].responses == (Response(kafka.UNKNOWN_TOPIC_OR_PARTITION),)
 
 
+def effect_registration_ignores_omitted_features():
+    """B2's first process run registers with software that omits kraft.version, finalized at
+    1: the shipped controller refuses it with UNSUPPORTED_VERSION (KAFKA-17305's fix); the
+    variant, Kafka 3.8.0's check of the listed features only, appends its registration."""
+    pre, good, bad = both("kraft-broker-features", "registration-ignores-omitted-features",
+                          [S("broker_sends_registration", 1)],
+                          deliver("controller_handles_broker_registration",
+                                  BROKER_REGISTRATION_REQUEST, 1, 0))
+    assert pre.nodes[1].incarnation == 0
+    assert good.quorum.uncommitted == ()
+    (m,) = new_msgs(pre, good)
+    assert (m.kind, m.error) == (BROKER_REGISTRATION_RESPONSE, kafka.UNSUPPORTED_VERSION)
+    ((rec, _),) = bad.quorum.uncommitted
+    assert (rec.kind, rec.broker_id, rec.incarnation_id) == (REGISTER_BROKER, 1, 0)
+    assert new_msgs(pre, bad) == []
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -706,6 +723,7 @@ EFFECTS = {
         effect_entity_config_check_passes_recreated_controller,
     "internal-topics-bypass-policy": effect_internal_topics_bypass_policy,
     "auto-create-errors-only-logged": effect_auto_create_errors_only_logged,
+    "registration-ignores-omitted-features": effect_registration_ignores_omitted_features,
 }
 
 

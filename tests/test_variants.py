@@ -18,10 +18,10 @@ SEEDED = [v for v in VARIANTS.values() if v.kind == "seeded"]
 
 
 def test_seeded_variants_cover_every_property():
-    assert len(SEEDED) == 29
+    assert len(SEEDED) == 30
     broken = {p for v in SEEDED for p in v.breaks}
-    assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "L1", "SETTLE",
-            "PROGRESS"} <= broken
+    assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "L1",
+            "SETTLE", "PROGRESS"} <= broken
 
 
 # variants that break a whole-graph check (SETTLE, DEADLOCK) are tested in tests/test_settle.py

@@ -64,6 +64,7 @@ from impl.cluster.wiring import (AUTO_CREATE_ERRORS_ONLY_LOGGED, AUTO_TOPIC_BUGS
                                  ENTITY_CONFIG_WRITE_UNCHECKED, INTERNAL_TOPICS_BYPASS_POLICY,
                                  KAFKA_REGISTRATION_NO_RECHECK,
                                  MIGRATION_BUGS, REGISTERS_UNRESOLVED_ENDPOINTS,
+                                 REGISTRATION_IGNORES_OMITTED_FEATURES,
                                  REGISTRATION_BUGS, ZK_REGISTRATION_BUGS, Acls, ClusterWiring,
                                  Conn, Node)
 
@@ -79,6 +80,7 @@ __all__ = [
     "BROKER_INFO_UPDATE_RACES_REGISTRATION", "MIGRATION_BUGS", "CLAIMS_BEFORE_BROKERS_READY",
     "ENTITY_CONFIG_WRITE_UNCHECKED", "ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER",
     "AUTO_TOPIC_BUGS", "INTERNAL_TOPICS_BYPASS_POLICY", "AUTO_CREATE_ERRORS_ONLY_LOGGED",
+    "REGISTRATION_IGNORES_OMITTED_FEATURES",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
     "ZkBrokerRegistrationView", "CreatedTopic", "AutoTopicState",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",

@@ -118,6 +118,12 @@ INTERNAL_TOPICS_BYPASS_POLICY = "internal-topics-bypass-policy"
 AUTO_CREATE_ERRORS_ONLY_LOGGED = "auto-create-errors-only-logged"
 AUTO_TOPIC_BUGS = (INTERNAL_TOPICS_BYPASS_POLICY, AUTO_CREATE_ERRORS_ONLY_LOGGED)
 
+# ``ClusterConfig.bugs``: the active controller checks only the features a broker registration
+# lists, so a broker whose software omits kraft.version registers although it is finalized --
+# Kafka 3.8.0, before KAFKA-17305 (BR-4.9; the model's variant of that name).  Default: an
+# omitted finalized feature counts as [0, 0].
+REGISTRATION_IGNORES_OMITTED_FEATURES = "registration-ignores-omitted-features"
+
 # the inter.broker.protocol.version an operator's second rolling bounce sets (MG-1)
 MIGRATION_INTER_BROKER_PROTOCOL_VERSION = "3.7-IV0"
 
@@ -568,7 +574,9 @@ class ClusterWiring:
                 if cfg.broker_registration:
                     node.cluster_control = ClusterControlManager(
                         n, self.acls.cluster, cluster_id=CLUSTER_ID,
-                        session_timeout_ms=self._session_timeout_ms(n))
+                        session_timeout_ms=self._session_timeout_ms(n),
+                        kraft_version=cfg.kraft_version,
+                        ignore_omitted_features=REGISTRATION_IGNORES_OMITTED_FEATURES in cfg.bugs)
                     if n == ic:
                         node.cluster_control.activate(self.now_ms, self.quorum)    # BR-13
                 if n in cfg.initially_registered:
@@ -665,7 +673,8 @@ class ClusterWiring:
         running process registered with that epoch before a metadata.version upgrade, and its
         BrokerRegistrationTracker has asked it to register again (BL-8)."""
         lifecycle = BrokerLifecycleManager(
-            n, self.rng, CLUSTER_ID, self._broker_listener_info(n), broker_epoch=broker_epoch,
+            n, self.rng, CLUSTER_ID, self._broker_listener_info(n),
+            self.config.nodes[n].features(self.nodes[n].run), broker_epoch=broker_epoch,
             heartbeat_interval_ms=self._node_ms(n, "broker.heartbeat.interval.ms",
                                                 BROKER_HEARTBEAT_INTERVAL_MS),
             session_timeout_ms=self._session_timeout_ms(n))
