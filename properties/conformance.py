@@ -652,18 +652,17 @@ def _compare(proj: Projector, cluster, s, index, st, steps) -> Divergence | None
                 if getattr(mo, f) != getattr(io, f)}
         return Divergence(index, st, "observation", {k: v[0] for k, v in diff.items()},
                           {k: v[1] for k, v in diff.items()}, tuple(steps))
+    views = []
     if proj.cfg.migration:
-        mm, im = model_migration_view(s, proj.cfg), proj.migration(cluster)
-        if mm != im:
-            diff = [f for f in MigrationView._fields if getattr(mm, f) != getattr(im, f)]
-            return Divergence(index, st, "migration", {f: getattr(mm, f) for f in diff},
-                              {f: getattr(im, f) for f in diff}, tuple(steps))
+        views.append(("migration", model_migration_view(s, proj.cfg), proj.migration(cluster)))
     if proj.cfg.internal_topics:
-        ma, ia = model_auto_topic_view(s, proj.cfg), proj.auto_topics(cluster)
-        if ma != ia:
-            diff = [f for f in AutoTopicView._fields if getattr(ma, f) != getattr(ia, f)]
-            return Divergence(index, st, "auto-topics", {f: getattr(ma, f) for f in diff},
-                              {f: getattr(ia, f) for f in diff}, tuple(steps))
+        views.append(("auto-topics", model_auto_topic_view(s, proj.cfg),
+                      proj.auto_topics(cluster)))
+    for kind, mv, iv in views:
+        if mv != iv:
+            diff = [f for f in mv._fields if getattr(mv, f) != getattr(iv, f)]
+            return Divergence(index, st, kind, {f: getattr(mv, f) for f in diff},
+                              {f: getattr(iv, f) for f in diff}, tuple(steps))
     mn = model_network(s)
     inet = {m: len(ids) for m, ids in proj.network(cluster).items()}
     if mn != inet:

@@ -808,7 +808,12 @@ class ClusterSteps:
                 and (flight.item is not None and flight.item.api_key == m.api_key))
 
     def _ev_broker_handles_envelope_response(self, mid: int, dry: bool) -> bool:
-        m = self._deliverable(mid, {(RESPONSE, ENVELOPE)})
+        return self._channel_takes_response(mid, dry, ENVELOPE)
+
+    def _channel_takes_response(self, mid: int, dry: bool, api_key: int) -> bool:
+        """The response ``mid`` of API ``api_key`` to the request in flight on its
+        destination's controller channel, handed to the channel (F-21)."""
+        m = self._deliverable(mid, {(RESPONSE, api_key)})
         if m is None or not self._response_matches(m):
             return False
         if dry:
@@ -849,14 +854,7 @@ class ClusterSteps:
         """The controller's answer to the broker's own CreateTopicsRequest: NOT_CONTROLLER
         re-queues it (F-21.4), anything else completes it (the AutoTopicCreationManager clears
         the topic's in-flight mark and logs, AT-5)."""
-        m = self._deliverable(mid, {(RESPONSE, CREATE_TOPICS)})
-        if m is None or not self._response_matches(m):
-            return False
-        if dry:
-            return True
-        self.network.take(mid)
-        self.nodes[m.dst].channel.on_response(m.correlation_id, m.payload, self.now_ms)
-        return True
+        return self._channel_takes_response(mid, dry, CREATE_TOPICS)
 
     def _ev_node_discards_stale_response(self, mid: int, dry: bool) -> bool:
         m = self._deliverable(mid, {(RESPONSE, key) for key in (ENVELOPE, CONTROLLER_REGISTRATION,
