@@ -782,12 +782,11 @@ def broker_handles_envelope_response(s: State, cfg: ModelConfig, d: Design,
                                      m: Msg) -> State | None:
     """F-21 and table 1.6: NOT_CONTROLLER re-queues at the front and forgets the controller;
     otherwise the callback completes and the client gets its answer."""
+    if not _response_matches(s, m):
+        return None
     n = m.dst
     node = s.nodes[n]
     ch = node.channel
-    if (not node.alive or not ch.inflight or ch.inflight.kind != FORWARD
-            or ch.inflight.client != m.client or ch.cached != m.src):
-        return None
     s = replace(s, network=s.network - {m})
     item = ch.inflight
     if m.error == kafka.NOT_CONTROLLER:
@@ -885,18 +884,16 @@ def broker_handles_create_topics_response(s: State, cfg: ModelConfig, d: Design,
     """The answer to a broker's own CreateTopicsRequest: NOT_CONTROLLER re-queues it at the
     front and forgets the controller (F-21.4); any other answer completes it, which clears the
     topic's in-flight mark and is only logged (AT-5): nobody waits for it."""
+    if not _response_matches(s, m):
+        return None
     n = m.dst
     node = s.nodes[n]
-    ch = node.channel
-    if (not node.alive or not ch.inflight or ch.inflight.kind != TOPIC_CREATION
-            or ch.inflight.topic != m.topic or ch.cached != m.src):
-        return None
     s = replace(s, network=s.network - {m})
     if m.error == kafka.NOT_CONTROLLER:
         node = _requeue_front(node)
         return _set_node(s, n, replace(node, not_controller_from=node.not_controller_from
                                        | {m.src}))
-    return _set_node(s, n, replace(node, channel=ch._replace(inflight=())))
+    return _set_node(s, n, replace(node, channel=node.channel._replace(inflight=())))
 
 
 def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
