@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from model import actions as A
 from model.config import BROKER, CONTROLLER, KRAFT, ZK, Design, ModelConfig
@@ -197,8 +196,16 @@ def initial_state(cfg: ModelConfig) -> State:
                  drops_left=cfg.max_drops, updates_left=cfg.max_listener_updates)
 
 
-@lru_cache(maxsize=64)
 def _plan(cfg: ModelConfig) -> tuple:
+    """``_plan_of(cfg)``, kept on the configuration itself: ``successors`` asks for it once
+    per state, and an ``lru_cache`` would hash the whole configuration every time."""
+    plan = cfg.__dict__.get("_next_plan")
+    if plan is None:
+        plan = cfg.__dict__["_next_plan"] = _plan_of(cfg)
+    return plan
+
+
+def _plan_of(cfg: ModelConfig) -> tuple:
     """The actions of ACTION_TABLE that can ever be enabled in ``cfg``, in the same order, as
     (name, function, argument kind, message kinds, node or client arguments): an action of the
     other mode, of a role no node has, whose budget is zero or whose required flag is off is

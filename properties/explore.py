@@ -50,12 +50,13 @@ computed (including stuttering self-loops); ``action_counts`` counts transitions
 (every name of ``spec.action_names()``, zeros included); ``depth`` is the largest distance from an
 initial state among the stored states (``len(states_per_depth) - 1``).
 
-Witnesses are checked only while at least one is still unreached, by default on every transition
-(``witnesses_hit(prev, step, nxt, wanted)``; initial states are not transitions and are not
-checked).  Optional protocol extension: a spec whose witnesses are state predicates (its
-``witnesses_hit`` looks only at ``nxt``) may set ``witness_scope = "state"``; the explorer then
-calls ``witnesses_hit(None, None, state, wanted)`` once per distinct state, initial states
-included, which is exact for state predicates and an order of magnitude cheaper.  An optional
+Witnesses are checked only while at least one is still unreached.  Where each is looked for is
+``properties.spec.witness_scopes(spec)``: a state predicate (it reads only ``nxt``) once per
+distinct state, initial states included (``witnesses_hit(None, None, state, wanted)``: exact for
+a state predicate and an order of magnitude cheaper than per transition); a witness that reads
+the step (``witnesses_hit(prev, step, nxt, wanted)``) only on transitions of the actions it
+names, or on every transition when it names none.  The hot loop runs as soon as no witness
+that reads the step is still wanted.  An optional
 ``describe(state)`` method is used for graph labels.
 
 Performance notes (CPython 3.11): the hot loop (``_expand_fast``) costs per transition one
@@ -65,6 +66,7 @@ Symmetry, graph export and per-transition witnesses use ``_expand_general``.
 """
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from array import array
@@ -74,6 +76,7 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from model.step import Step
+from properties.spec import seen_on_step, witness_scopes
 
 __all__ = ["ExploreResult", "ReplayError", "explore", "replay", "write_dot", "write_graphml",
            "GRAPH_LIMIT"]
@@ -277,7 +280,7 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
 
 def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, tick,
                     on_violation, *, canonical, wanted, witnesses_hit, reached, edges,
-                    settled=None, rec=None, rec_fns=None):
+                    settled=None, rec=None, rec_fns=None, scopes=None):
     """Expand one level with symmetry and/or graph edges and/or per-transition witnesses."""
     nxt: dict = {}
     npar: dict = {}
@@ -308,7 +311,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                 if edges is not None:
                     edges.append((here, f, st))
                 if wanted:
-                    hits = witnesses_hit(state, st, s, wanted)
+                    ws = [w for w in wanted if seen_on_step(scopes[w], st.action)]
+                    hits = witnesses_hit(state, st, s, ws) if ws else None
                     if hits:
                         for w in hits:
                             if w in wanted:
@@ -324,7 +328,7 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
 def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
             max_depth: int | None = None, progress=None, graph: bool = False,
             stop_at_violation: bool = True, keep_fingerprints: bool = False,
-            graph_checks: bool = True) -> ExploreResult:
+            graph_checks: bool = True, pause_gc: bool = True) -> ExploreResult:
     """Breadth-first exploration of ``spec`` (see the module docstring).
 
     ``symmetry``: fingerprint ``spec.canonical(state)`` instead of the state.  ``max_states``:
@@ -338,7 +342,23 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     (shallowest) violation found.  ``graph_checks``: when the spec has ``settled(state, succ)``,
     record the state graph compactly and, if the exploration is complete, run the whole-graph
     checks SETTLE, DEADLOCK and (a spec with ``progress_marks``) PROGRESS
-    (properties/graphcheck.py; ``result.graph_violation``)."""
+    (properties/graphcheck.py; ``result.graph_violation``).  ``pause_gc``: switch CPython's
+    cyclic garbage collector off while exploring (states are trees of tuples and records that
+    never form cycles; reference counting frees them, and the collector would otherwise walk
+    every live state again and again as the frontier grows) and back on at the end."""
+    if not pause_gc or not gc.isenabled():
+        return _explore(spec, symmetry, max_states, max_depth, progress, graph,
+                        stop_at_violation, keep_fingerprints, graph_checks)
+    gc.disable()
+    try:
+        return _explore(spec, symmetry, max_states, max_depth, progress, graph,
+                        stop_at_violation, keep_fingerprints, graph_checks)
+    finally:
+        gc.enable()
+
+
+def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_violation,
+             keep_fingerprints, graph_checks) -> ExploreResult:
     if max_states is not None and max_states < 0:
         raise ValueError("max_states must be >= 0")
     if max_depth is not None and max_depth < 0:
@@ -354,14 +374,13 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
 
     acount = {a: 0 for a in spec.action_names()}
     witness_ids = tuple(spec.witness_ids())
-    wanted = list(witness_ids)
     reached: set = set()
     witnesses_hit = spec.witnesses_hit
-    # Optional protocol extension: a spec whose witnesses are state predicates (witnesses_hit
-    # looks only at ``nxt``) sets ``witness_scope = "state"``; the explorer then calls
-    # witnesses_hit(None, None, state, wanted) once per distinct state (initial states
-    # included) instead of once per transition.
-    state_scope = getattr(spec, "witness_scope", "transition") == "state"
+    # state predicates once per distinct state (in commit_level); the others per transition of
+    # the actions they name (``_expand_general``), while any of them is still wanted
+    scopes = witness_scopes(spec)
+    wanted_state = [w for w in witness_ids if scopes[w] == ()]
+    wanted = [w for w in witness_ids if scopes[w] != ()]
     # Optional protocol extension: ``settled(state, succ)`` (and, optionally,
     # ``deadlocked(state, succ)``) turns on the whole-graph checks; ``settled`` below is the
     # per-state status function (graphcheck.status_of).
@@ -419,16 +438,16 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
                 + (getsizeof(dups) if dups else 0))
         if live > st["peak_bytes"]:
             st["peak_bytes"] = live
-        if wanted and state_scope:
-            # map/filter keep the per-state loop in C; ``wanted`` is the same list object in
-            # every call, so a witness found is no longer asked for.
+        if wanted_state:
+            # map/filter keep the per-state loop in C; ``wanted_state`` is the same list object
+            # in every call, so a witness found is no longer asked for.
             for hits in filter(None, map(witnesses_hit, repeat(None), repeat(None), states,
-                                         repeat(wanted))):
+                                         repeat(wanted_state))):
                 for w in hits:
-                    if w in wanted:
-                        wanted.remove(w)
+                    if w in wanted_state:
+                        wanted_state.remove(w)
                         reached.add(w)
-                if not wanted:
+                if not wanted_state:
                     break
         if graph:
             if st["distinct"] > GRAPH_LIMIT:
@@ -489,13 +508,13 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     while cur_states:
         depth = st["depth"]
         n_cur = len(cur_states)
-        per_transition = bool(wanted) and not state_scope
+        per_transition = bool(wanted)
         if symmetry or graph or per_transition:
             nxt, npar, stopped = _expand_general(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
                 on_violation, canonical=canonical, wanted=wanted if per_transition else None,
                 witnesses_hit=witnesses_hit, reached=reached, edges=edges, settled=settled,
-                rec=rec, rec_fns=rec_fns)
+                rec=rec, rec_fns=rec_fns, scopes=scopes)
         elif rec is not None:
             nxt, npar, stopped = _expand_checked(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,

@@ -147,6 +147,11 @@ class KafkaSpec:
     def witnesses_hit(self, prev, st, nxt, wanted):
         return registry.witnesses_hit(prev, st, nxt, self.cfg, wanted)
 
+    def witness_steps(self) -> dict:
+        """Witness ID -> the actions whose steps can show it; () for a state predicate
+        (properties.spec.witness_scopes)."""
+        return {w: registry.WITNESSES[w].steps for w in self.cfg.witnesses}
+
     def action_names(self):
         return model_next.ACTION_NAMES
 

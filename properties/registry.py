@@ -1111,6 +1111,10 @@ class Witness(NamedTuple):
     id: str
     description: str
     seen: Callable              # (prev, step, nxt, cfg) -> bool
+    # the actions whose steps it can be seen on; () for a state predicate (it reads only
+    # ``nxt``), which the engines check once per distinct state instead of once per transition
+    # (tests/test_witness_scopes.py checks every declaration on the tiny configurations)
+    steps: tuple = ()
 
 
 def _responses(s: State, cfg: ModelConfig, kind=None):
@@ -1153,7 +1157,8 @@ WITNESSES = {w.id: w for w in (
     Witness("zombie-write-fenced",
             "a deposed ZK controller's write fails the epoch zkVersion check and it resigns",
             lambda p, st, s, cfg: st.action == "controller_processes_event"
-            and p.nodes[st.args[0]].zk_active and not s.nodes[st.args[0]].zk_active),
+            and p.nodes[st.args[0]].zk_active and not s.nodes[st.args[0]].zk_active,
+            ("controller_processes_event",)),
     Witness("forward-succeeds-after-not-controller",
             "a forwarded request succeeds after a NOT_CONTROLLER or disconnect retry",
             lambda p, st, s, cfg: any(r.code == kafka.NONE and r.retried
@@ -1193,7 +1198,8 @@ WITNESSES = {w.id: w for w in (
     Witness("registration-timed-out",
             "a registration RPC times out in the channel and the manager backs off",
             lambda p, st, s, cfg: st.action == "channel_times_out_request"
-            and p.nodes[st.args[0]].pending_rpc and not s.nodes[st.args[0]].pending_rpc),
+            and p.nodes[st.args[0]].pending_rpc and not s.nodes[st.args[0]].pending_rpc,
+            ("channel_times_out_request",)),
     Witness("describe-lists-brokers", "DescribeCluster to a broker lists broker endpoints",
             lambda p, st, s, cfg: any(e for e in _describe_endpoints(s, cfg,
                                                                     kafka.ENDPOINT_BROKER))),
@@ -1218,11 +1224,11 @@ WITNESSES = {w.id: w for w in (
             lambda p, st, s, cfg: st.action == "zk_creates_broker_znode"
             and p.zk.broker_ids[st.args[0]] == NO_VERSIONS
             and s.zk.broker_ids[st.args[0]] != NO_VERSIONS
-            and s.nodes[st.args[0]].incarnation == 0),
+            and s.nodes[st.args[0]].incarnation == 0, ("zk_creates_broker_znode",)),
     Witness("zk-broker-listeners-updated",
             "a dynamic listener update rewrites a broker's /brokers/ids/N",
             lambda p, st, s, cfg: st.action == "operator_updates_listeners"
-            and s.zk.broker_ids[st.args[0]] > 0),
+            and s.zk.broker_ids[st.args[0]] > 0, ("operator_updates_listeners",)),
     Witness("describe-lists-restarted-endpoint",
             "DescribeCluster lists the endpoints a restarted node bound and registered",
             lambda p, st, s, cfg: any(
@@ -1234,17 +1240,18 @@ WITNESSES = {w.id: w for w in (
     Witness("broker-unfenced", "a fenced broker's caught-up heartbeat unfences it",
             lambda p, st, s, cfg: st.action == "controller_commits_records" and any(
                 rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced != FENCED
-                for rec in s.quorum.log[len(p.quorum.log):])),
+                for rec in s.quorum.log[len(p.quorum.log):]), ("controller_commits_records",)),
     Witness("broker-reregistered-same-incarnation",
             "a running broker re-registers its registered incarnation (BL-8)",
             lambda p, st, s, cfg: st.action == "controller_commits_records" and any(
                 rec.kind == REGISTER_BROKER and any(
                     old.kind == REGISTER_BROKER and old.broker_id == rec.broker_id
                     and old.incarnation_id == rec.incarnation_id for old in p.quorum.log)
-                for rec in s.quorum.log[len(p.quorum.log):])),
+                for rec in s.quorum.log[len(p.quorum.log):]), ("controller_commits_records",)),
     Witness("broker-fenced-by-session-timeout",
             "the active controller fences a broker whose session expired",
-            lambda p, st, s, cfg: st.action == "controller_fences_stale_broker"),
+            lambda p, st, s, cfg: st.action == "controller_fences_stale_broker",
+            ("controller_fences_stale_broker",)),
     Witness("restarted-broker-registered", "a restarted broker registers its new incarnation",
             lambda p, st, s, cfg: any(s.nodes[b].lifecycle_registered
                                       and s.nodes[b].incarnation > 0 for b in cfg.brokers())),
@@ -1267,7 +1274,8 @@ WITNESSES = {w.id: w for w in (
     Witness("internal-topic-created",
             "the active controller commits the internal topic a FindCoordinator needed",
             lambda p, st, s, cfg: st.action == "controller_commits_records" and any(
-                rec.kind == TOPIC_RECORD for rec in s.quorum.log[len(p.quorum.log):])),
+                rec.kind == TOPIC_RECORD for rec in s.quorum.log[len(p.quorum.log):]),
+            ("controller_commits_records",)),
     Witness("coordinator-not-available",
             "FindCoordinator is answered COORDINATOR_NOT_AVAILABLE while the internal topic is "
             "missing",
@@ -1292,20 +1300,22 @@ WITNESSES = {w.id: w for w in (
                                       for _, r in _responses(s, cfg, METADATA))),
     Witness("kraft-controller-claimed-zk",
             "the KRaft controller claims /controller with a higher epoch (MG-5)",
-            lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership"),
+            lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership",
+            ("controller_claims_zk_leadership",)),
     Witness("zk-controller-deposed-by-kraft",
             "the KRaft controller's claim deletes the /controller of a ZK controller whose "
             "session lives (MG-5)",
             lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership"
-            and p.zk.controller != NO_NODE and not p.nodes[p.zk.controller].session_expired),
+            and p.zk.controller != NO_NODE and not p.nodes[p.zk.controller].session_expired,
+            ("controller_claims_zk_leadership",)),
     Witness("mutation-forwarded-to-kraft-controller",
             "a ZK broker's forwarded mutation is written by the KRaft controller",
             lambda p, st, s, cfg: any(w.via_envelope and cfg.nodes[w.writer].role == CONTROLLER
-                                      for w in s.zk.writes[len(p.zk.writes):])),
+                                      for w in s.zk.writes)),
     Witness("entity-config-written-by-broker",
             "a ZK broker writes an entity config itself under a ZK controller (F-6, MG-6)",
             lambda p, st, s, cfg: st.action == "broker_writes_entity_config"
-            and len(s.zk.writes) > len(p.zk.writes)),
+            and len(s.zk.writes) > len(p.zk.writes), ("broker_writes_entity_config",)),
     Witness("entity-config-refused-kraft-controller",
             "a ZK broker refuses to write an entity config because /controller names a KRaft "
             "controller (MG-6)",
@@ -1315,7 +1325,7 @@ WITNESSES = {w.id: w for w in (
                     and r.code == kafka.STALE_CONTROLLER_EPOCH for spec, r in _responses(s, cfg))),
     Witness("broker-bounced-to-forwarding",
             "a broker on the old IBP is bounced with the new one and forwards from then on",
-            lambda p, st, s, cfg: st.action == "operator_bumps_ibp"),
+            lambda p, st, s, cfg: st.action == "operator_bumps_ibp", ("operator_bumps_ibp",)),
 )}
 
 

@@ -44,3 +44,24 @@ class Spec(Protocol):
 
     def fingerprint(self, state) -> int:
         """A deterministic 64-bit fingerprint of ``state``."""
+
+
+def witness_scopes(spec) -> dict:
+    """Witness ID -> where the engines look for it: ``()`` for a state predicate (its
+    ``witnesses_hit`` reads only ``nxt``: checked once per distinct state, initial states
+    included), a tuple of action names (seen only on steps of those actions), or ``None`` (any
+    transition).  Optional protocol extensions: ``witness_steps()`` gives the mapping; a spec
+    without it but with ``witness_scope = "state"`` has only state predicates; otherwise every
+    witness may be seen on any transition."""
+    ids = tuple(spec.witness_ids())
+    steps_of = getattr(spec, "witness_steps", None)
+    if steps_of is not None:
+        scopes = steps_of()
+        return {w: (tuple(scopes[w]) if scopes[w] is not None else None) for w in ids}
+    state = getattr(spec, "witness_scope", "transition") == "state"
+    return {w: (() if state else None) for w in ids}
+
+
+def seen_on_step(scope, action: str) -> bool:
+    """Whether a witness of ``scope`` (``witness_scopes``) can be seen on a step of ``action``."""
+    return scope is None or (bool(scope) and action in scope)

@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from model.step import Step
+from properties.spec import seen_on_step, witness_scopes
 
 __all__ = ["Part", "LevelStats", "owner", "initial_parts", "expand", "merge", "recount",
            "new_keys", "cut", "lookup", "expand_records", "merge_records", "LevelArgs", "run_bfs",
@@ -152,17 +153,16 @@ def _fingerprint_of(spec, symmetry: bool):
     return lambda s: fingerprint(canonical(s)) & _MASK
 
 
-def _state_scope(spec) -> bool:
-    return getattr(spec, "witness_scope", "transition") == "state"
-
-
 def _state_witnesses(spec, states, wanted) -> set:
-    """Witnesses that are state predicates (``witness_scope = "state"``), checked once per new
-    state as ``explore``'s ``commit_level`` does."""
+    """Those of ``wanted`` that are state predicates (``properties.spec.witness_scopes``),
+    checked once per new state as ``explore``'s ``commit_level`` does."""
     hits: set = set()
     if not wanted:
         return hits
-    left = list(wanted)
+    scopes = witness_scopes(spec)
+    left = [w for w in wanted if scopes[w] == ()]
+    if not left:
+        return hits
     hit = spec.witnesses_hit
     for s in states:
         for w in hit(None, None, s, left) or ():
@@ -188,8 +188,7 @@ def initial_parts(spec, partitions: int, *, symmetry: bool = False,
     cut0 = max_states is not None and len(cand) > max_states
     if cut0:
         cand = {f: cand[f] for f in list(cand)[:max_states]}      # first in initial order
-    hits = _state_witnesses(spec, [s for _, s in cand.values()], wanted) \
-        if _state_scope(spec) else set()
+    hits = _state_witnesses(spec, [s for _, s in cand.values()], wanted)
     groups: list[list] = [[] for _ in range(partitions)]
     for f in cand:
         groups[owner(f, partitions)].append(f)
@@ -217,7 +216,8 @@ def expand(part: Part, spec, partitions: int, *, symmetry: bool, wanted=(),
     successors = spec.successors
     violation = spec.violation
     witnesses_hit = spec.witnesses_hit
-    left = list(wanted) if per_transition else []
+    scopes = witness_scopes(spec) if per_transition else {}
+    left = [w for w in wanted if scopes[w] != ()] if per_transition else []
     reached: set = set()
     acount: dict = {}
     violations = []
@@ -240,7 +240,8 @@ def expand(part: Part, spec, partitions: int, *, symmetry: bool, wanted=(),
                 if f != here and f not in local:
                     local[f] = (f, here, j, s)
             if left:
-                hits = witnesses_hit(state, st, s, left)
+                ws = [w for w in left if seen_on_step(scopes[w], st.action)]
+                hits = witnesses_hit(state, st, s, ws) if ws else None
                 if hits:
                     for w in hits:
                         if w in left:
@@ -275,8 +276,7 @@ def merge(part: Part, candidates, spec=None, *, wanted=()) -> Part:
     new = Part(part.pid, part.fps + [array("Q", order)],
                part.parents + [array("Q", [c[1] for c in chosen])],
                array("I", [c[2] for c in chosen]), _pack(states))
-    hits = (_state_witnesses(spec, states, wanted)
-            if spec is not None and wanted and _state_scope(spec) else set())
+    hits = _state_witnesses(spec, states, wanted) if spec is not None else set()
     new.stats = LevelStats(new=len(order), state_hits=hits, visited_bytes=new.visited_bytes())
     return new
 
@@ -302,8 +302,7 @@ def cut(part: Part, last_key, spec=None, *, wanted=()) -> Part:
     new = Part(part.pid, part.fps[:-1] + [array("Q", [fps[i] for i in keep])],
                part.parents[:-1] + [array("Q", [pars[i] for i in keep])],
                array("I", [part.keys[i] for i in keep]), _pack(states))
-    hits = (_state_witnesses(spec, states, wanted)
-            if spec is not None and wanted and _state_scope(spec) else set())
+    hits = _state_witnesses(spec, states, wanted) if spec is not None else set()
     new.stats = LevelStats(new=len(keep), state_hits=hits, visited_bytes=new.visited_bytes())
     return new
 
@@ -432,7 +431,7 @@ def run_bfs(spec, backend, *, partitions: int, symmetry: bool = False,
         raise ValueError("max_depth must be >= 0")
     t0 = time.perf_counter()
     witness_ids = tuple(spec.witness_ids())
-    state_scope = _state_scope(spec)
+    scopes = witness_scopes(spec)
     reached: set = set()
     acount = {a: 0 for a in spec.action_names()}
     parts, facts = initial_parts(spec, partitions, symmetry=symmetry, max_states=max_states,
@@ -460,7 +459,7 @@ def run_bfs(spec, backend, *, partitions: int, symmetry: bool = False,
     while states_per_depth:
         wanted = tuple(w for w in witness_ids if w not in reached)
         args = LevelArgs(spec, partitions, symmetry, wanted,
-                         bool(wanted) and not state_scope, stop_at_violation)
+                         any(scopes[w] != () for w in wanted), stop_at_violation)
         agg = combine(backend.level(args))
         if agg.violations:
             first_fp, first_v = min(agg.violations)
