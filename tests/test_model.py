@@ -152,8 +152,13 @@ def test_fast_replace_matches_dataclasses_replace():
         a, b = fast_replace(node, **changes), dataclasses.replace(node, **changes)
         assert a == b and hash(a) == hash(b) and a is not node
     assert fast_replace(Quorum(), leader=1) == Quorum(leader=1)
+    hash(node)                              # the cached hash is not carried over
+    moved = fast_replace(node, replayed=7)
+    assert hash(moved) == hash(dataclasses.replace(node, replayed=7)) != hash(node)
     with pytest.raises(TypeError, match="no field"):
         fast_replace(node, bogus=1)
+    with pytest.raises(TypeError, match="no field '_hash'"):
+        fast_replace(node, _hash=1)
 
 
 def test_each_kind_names_its_own_fields_in_the_same_positions():
