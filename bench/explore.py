@@ -10,6 +10,20 @@ checked on every transition), and the Kafka "small" configurations when
 Each target runs ``--runs`` times, each run in a fresh process (so runs do not share a heap, and the
 peak RSS of the run is measured); the JSON has every run and the medians.  ``--quick``: TwoPhase-5
 and -7 only, one run.  Timings are measured here, never asserted in tests (DESIGN section 9).
+
+Before and after, in one run::
+
+    python -m bench.explore --baseline REV [--baseline-options JSON] [--options JSON]
+                            [--kafka kraft-small,zk-small] [--kafka-max-states N] [--runs 3]
+                            [--out bench/results/explore-compare.json]
+
+explores each Kafka configuration with the code of commit ``REV`` (checked out into a temporary
+git worktree) and with this tree, alternating (baseline, current, baseline, ...), each run a fresh
+process, and reports per side the medians of distinct states per CPU-second (the exploring
+process's CPU time plus its worker processes', from ``explore`` called to returned), wall seconds
+and peak RSS, and the ratios of the medians (current / baseline).  ``--baseline HEAD`` with
+``--baseline-options '{"pause_gc": false}'`` measures one option alone; ``--options
+'{"workers": 2}'`` runs the current side on two processes.
 """
 from __future__ import annotations
 
@@ -128,6 +142,136 @@ def machine_info() -> dict:
     }
 
 
+# One exploration in a fresh interpreter whose sys.path starts at ROOT (this tree or the
+# baseline's worktree): it uses only ``explore`` and ``KafkaSpec.named``, which every commit
+# measured has.  argv: ROOT, configuration, max_states (0: none), explore options as JSON.
+_ONE_RUN = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from properties.explore import explore
+from properties.kafka_spec import KafkaSpec
+spec = KafkaSpec.named(sys.argv[2])
+options = json.loads(sys.argv[4])
+def cpu():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+c0, w0 = cpu(), time.perf_counter()
+r = explore(spec, max_states=int(sys.argv[3]) or None, **options)
+w, c = time.perf_counter() - w0, cpu() - c0
+rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+print(json.dumps({"distinct": r.distinct, "generated": r.generated, "depth": r.depth,
+                  "complete": r.complete, "violation": r.violation, "cpu_seconds": c,
+                  "wall_seconds": w, "distinct_per_cpu_second": r.distinct / c,
+                  "peak_rss_mb": rss}))
+"""
+
+COMPARE_KEYS = ("distinct_per_cpu_second", "cpu_seconds", "wall_seconds", "peak_rss_mb")
+
+
+def _one_run(root: str, config: str, max_states: int, options: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", _ONE_RUN, root, config, str(max_states),
+                          json.dumps(options)], capture_output=True, text=True, cwd=root)
+    if out.returncode != 0:
+        raise RuntimeError(f"run in {root} failed (exit {out.returncode}): "
+                           f"{out.stderr.strip().splitlines()[-1:] or ['no output']}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _worktree(rev: str, here: str) -> tuple[str, str]:
+    """A temporary detached worktree of ``rev``; (its path, its short commit)."""
+    import tempfile
+    commit = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True,
+                            text=True, check=True, cwd=here).stdout.strip()
+    path = os.path.join(tempfile.mkdtemp(prefix="kipcheck-baseline-"), "tree")
+    subprocess.run(["git", "worktree", "add", "--detach", "--quiet", path, rev], check=True,
+                   cwd=here)
+    return path, commit
+
+
+def compare(args) -> int:
+    """``--baseline``: this tree against commit ``args.baseline``, alternating, one run."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from properties.kafka_spec import UnknownName, get_config
+    try:
+        for config in args.kafka.split(","):
+            get_config(config)
+    except UnknownName as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        base_root, base_commit = _worktree(args.baseline, here)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"error: cannot check out {args.baseline!r}: {exc}", file=sys.stderr)
+        return 2
+    sides = {"baseline": (base_root, json.loads(args.baseline_options)),
+             "current": (here, json.loads(args.options))}
+    started = _dt.datetime.now(_dt.timezone.utc)
+    results, notes = [], []
+    try:
+        for config in args.kafka.split(","):
+            runs: dict = {"baseline": [], "current": []}
+            for i in range(args.runs):
+                for side, (root, options) in sides.items():
+                    try:
+                        r = _one_run(root, config, args.kafka_max_states, options)
+                    except RuntimeError as exc:
+                        print(f"error: {config} ({side}): {exc}", file=sys.stderr)
+                        return 2
+                    runs[side].append(r)
+                    print(f"  {config:<14} {side:<8} run {i + 1}/{args.runs}: "
+                          f"{r['distinct']:>11,} distinct {r['cpu_seconds']:8.1f} CPU s "
+                          f"{r['wall_seconds']:8.1f} s {r['distinct_per_cpu_second']:>9,.0f}"
+                          f"/CPU s", file=sys.stderr, flush=True)
+            med = {side: {k: statistics.median(r[k] for r in rs) for k in COMPARE_KEYS}
+                   for side, rs in runs.items()}
+            counts = {(r["distinct"], r["generated"]) for rs in runs.values() for r in rs}
+            if len(counts) != 1 and not args.options_change_counts:
+                notes.append(f"{config}: the sides' counts differ: {sorted(counts)}")
+            results.append({
+                "config": config, "max_states": args.kafka_max_states or None,
+                "distinct": {side: rs[0]["distinct"] for side, rs in runs.items()},
+                "complete": {side: rs[0]["complete"] for side, rs in runs.items()},
+                "median": med,
+                "ratio": {k: med["current"][k] / med["baseline"][k] for k in COMPARE_KEYS
+                          if med["baseline"][k]},
+                "runs": runs})
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", base_root], cwd=here,
+                       capture_output=True)
+    doc = {"schema": "kipcheck-bench-explore-compare/1",
+           "timestamp": started.isoformat(timespec="seconds"),
+           "wall_seconds": (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds(),
+           "baseline": {"rev": args.baseline, "commit": base_commit,
+                        "options": sides["baseline"][1]},
+           "current": {"commit": git_commit(), "options": sides["current"][1]},
+           "runs_per_side": args.runs, "machine": machine_info(), "targets": results,
+           "notes": notes}
+    out_dir = os.path.dirname(args.out)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2)
+        fh.write("\n")
+    head = (f"{'configuration':<14} {'distinct':>11} {'base /CPU s':>12} {'cur /CPU s':>11} "
+            f"{'ratio':>6} {'base wall s':>12} {'cur wall s':>11} {'ratio':>6}")
+    print(head)
+    print("-" * len(head))
+    for e in results:
+        m, r = e["median"], e["ratio"]
+        print(f"{e['config']:<14} {e['distinct']['current']:>11,} "
+              f"{m['baseline']['distinct_per_cpu_second']:>12,.0f} "
+              f"{m['current']['distinct_per_cpu_second']:>11,.0f} "
+              f"{r['distinct_per_cpu_second']:>5.2f}x {m['baseline']['wall_seconds']:>12.1f} "
+              f"{m['current']['wall_seconds']:>11.1f} {r['wall_seconds']:>5.2f}x")
+    for note in notes:
+        print(f"note: {note}")
+    print(f"baseline {base_commit} {sides['baseline'][1] or ''}, current {git_commit()} "
+          f"{sides['current'][1] or ''}; medians of {args.runs}; wrote {args.out}")
+    return 1 if notes else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="bench/results/explore.json")
@@ -140,7 +284,31 @@ def main(argv=None) -> int:
                          "explore it completely; zk-small takes several minutes)")
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process (no per-run isolation; peak RSS is cumulative)")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="compare this tree with commit REV on the Kafka configurations "
+                         "(--kafka), alternating runs; see the module docstring")
+    ap.add_argument("--baseline-options", default="{}", metavar="JSON",
+                    help="explore() options for the baseline side (e.g. '{\"pause_gc\": false}')")
+    ap.add_argument("--options", default="{}", metavar="JSON",
+                    help="explore() options for the current side (e.g. '{\"workers\": 2}')")
+    ap.add_argument("--options-change-counts", action="store_true",
+                    help="the options change the state counts (e.g. a reduction): do not "
+                         "report differing counts as an error")
+    ap.add_argument("--kafka", default="kraft-small,zk-small",
+                    help="with --baseline: the configurations, comma-separated")
     args = ap.parse_args(argv)
+    if args.baseline:
+        if args.out == "bench/results/explore.json":
+            args.out = "bench/results/explore-compare.json"
+        for name in ("options", "baseline_options"):
+            try:
+                if not isinstance(json.loads(getattr(args, name)), dict):
+                    raise ValueError("not an object")
+            except ValueError as exc:
+                ap.error(f"--{name.replace('_', '-')}: a JSON object is needed ({exc})")
+        if args.runs < 1:
+            ap.error("--runs must be >= 1")
+        return compare(args)
     runs = 1 if args.quick else args.runs
     if runs < 1:
         ap.error("--runs must be >= 1")
