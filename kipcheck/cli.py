@@ -85,6 +85,13 @@ def cmd_explore(args) -> int:
     try:
         if args.master and not args.spark:
             raise BadInput("--master needs --spark")
+        if args.workers is not None and args.workers < 1:
+            raise BadInput("--workers must be a positive number")
+        if args.workers is not None and args.spark:
+            raise BadInput("--workers is for one machine; with --spark the executors share "
+                           "the work (--master)")
+        if args.workers is not None and args.workers > 1 and args.graph_out:
+            raise BadInput("--graph-out needs --workers 1 (the graph is built in one process)")
         if args.spark:
             if args.graph_out:
                 raise BadInput("--graph-out is not available with --spark")
@@ -96,10 +103,12 @@ def cmd_explore(args) -> int:
             except SparkUnavailable as e:
                 raise BadInput(str(e)) from None
         else:
+            from properties.parallel import default_workers
+            workers = args.workers or (1 if args.graph_out else default_workers())
             result = explore(spec, symmetry=args.symmetry, max_states=args.max_states,
                              max_depth=args.max_depth, progress=progress,
                              graph=bool(args.graph_out),
-                             graph_checks=not args.no_graph_checks)
+                             graph_checks=not args.no_graph_checks, workers=workers)
     except ValueError as e:                                  # graph too large, bad bounds
         raise BadInput(str(e)) from None
     out = sys.stdout
@@ -1048,6 +1057,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "process on the small configurations, far more on tiny ones)")
     e.add_argument("--master", help="Spark master URL with --spark (default: local[N,4], every "
                    "core)")
+    e.add_argument("--workers", type=int, metavar="N",
+                   help="processes sharing each level's expansion (default: every core; the "
+                   "same counts, traces and verdicts as one process)")
     e.add_argument("--trace-out", help="write the counterexample as a JSON trace")
     e.add_argument("--itf-out", help="write the counterexample as an ITF trace")
     e.add_argument("--graph-out", help="write the state graph (.dot or .graphml; small configs)")

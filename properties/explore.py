@@ -205,6 +205,60 @@ def _dups_in_level(cand: dict, level: array):
     return cand.keys() & level
 
 
+class Visited:
+    """The stored levels (see the module docstring): per level its sorted fingerprints and each
+    state's parent index in the previous level, and the arrays membership is checked against
+    (every big level, and the small levels merged into ``runs``)."""
+
+    def __init__(self):
+        self.fp_levels: list[array] = []      # per level: sorted fingerprints
+        self.par_levels: list[array] = []     # per level: parent index in the previous level
+        # Membership is checked against every big level and against ``runs``: the small levels
+        # (copied and) merged into sorted arrays of geometrically decreasing sizes, so that a
+        # deep, narrow state space does not cost one check per stored level for every new
+        # level; at most ~_SMALL_SHARE levels are big.
+        self.big_levels: list[array] = []
+        self.runs: list[array] = []
+        self.states_per_depth: list[int] = []
+        self.distinct = 0
+
+    def dups(self, cand) -> set:
+        """The keys of ``cand`` (a dict keyed by fingerprint) already stored."""
+        dups: set = set()
+        for level in self.big_levels:
+            dups.update(_dups_in_level(cand, level))
+        for level in self.runs:
+            dups.update(_dups_in_level(cand, level))
+        return dups
+
+    def add_level(self, order: list, parents) -> None:
+        """Store a level: ``order`` its fingerprints, sorted; ``parents`` their parent indices."""
+        fps = array("Q", order)
+        self.fp_levels.append(fps)
+        self.par_levels.append(array("I", parents))
+        runs = self.runs
+        if len(fps) >= max(_SMALL_LEVEL, self.distinct // _SMALL_SHARE):
+            self.big_levels.append(fps)
+        elif fps:
+            runs.append(fps)
+            while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
+                top = runs.pop()
+                runs.append(array("Q", sorted(runs.pop() + top)))
+        self.states_per_depth.append(len(order))
+        self.distinct += len(order)
+
+    @property
+    def nbytes(self) -> int:
+        """The permanent storage (merged runs count only where they are copies: a run that is
+        a level's own array is not)."""
+        getsizeof = sys.getsizeof
+        level_ids = {id(a) for a in self.fp_levels}
+        return (sum(map(getsizeof, self.fp_levels)) + sum(map(getsizeof, self.par_levels))
+                + getsizeof(self.fp_levels) + getsizeof(self.par_levels)
+                + getsizeof(self.big_levels) + getsizeof(self.runs)
+                + sum(getsizeof(a) for a in self.runs if id(a) not in level_ids))
+
+
 def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation):
     """Expand one level: no symmetry, no graph, no per-transition witnesses (the hot loop).
 
@@ -328,7 +382,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
 def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
             max_depth: int | None = None, progress=None, graph: bool = False,
             stop_at_violation: bool = True, keep_fingerprints: bool = False,
-            graph_checks: bool = True, pause_gc: bool = True) -> ExploreResult:
+            graph_checks: bool = True, pause_gc: bool = True,
+            workers: int | None = None) -> ExploreResult:
     """Breadth-first exploration of ``spec`` (see the module docstring).
 
     ``symmetry``: fingerprint ``spec.canonical(state)`` instead of the state.  ``max_states``:
@@ -345,7 +400,18 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     (properties/graphcheck.py; ``result.graph_violation``).  ``pause_gc``: switch CPython's
     cyclic garbage collector off while exploring (states are trees of tuples and records that
     never form cycles; reference counting frees them, and the collector would otherwise walk
-    every live state again and again as the frontier grows) and back on at the end."""
+    every live state again and again as the frontier grows) and back on at the end.
+    ``workers``: share the expansion of each level among that many processes
+    (properties/parallel.py; the same result, ``seconds`` in wall time); 1 or None: this
+    process only.  Not with ``graph``."""
+    if workers is not None and workers > 1:
+        if graph:
+            raise ValueError("graph export needs workers=1")
+        from properties.parallel import explore_parallel
+        return explore_parallel(spec, workers, symmetry=symmetry, max_states=max_states,
+                                max_depth=max_depth, progress=progress,
+                                stop_at_violation=stop_at_violation,
+                                keep_fingerprints=keep_fingerprints, graph_checks=graph_checks)
     if not pause_gc or not gc.isenabled():
         return _explore(spec, symmetry, max_states, max_depth, progress, graph,
                         stop_at_violation, keep_fingerprints, graph_checks)
@@ -398,15 +464,10 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
         if rec_fns is not None:
             rec.strict = tuple(spec.progress_strict())
 
-    fp_levels: list[array] = []           # per level: sorted fingerprints
-    par_levels: list[array] = []          # per level: parent index in the previous level
-    # Membership is checked against every big level and against ``runs``: the small levels
-    # (copied and) merged into sorted arrays of geometrically decreasing sizes, so that a deep,
-    # narrow state space does not cost one check per stored level for every new level; at most
-    # ~_SMALL_SHARE levels are big.
-    big_levels: list[array] = []
-    runs: list[array] = []
-    states_per_depth: list[int] = []
+    visited = Visited()
+    fp_levels = visited.fp_levels
+    par_levels = visited.par_levels
+    states_per_depth = visited.states_per_depth
     edges: list | None = [] if graph else None
     nodes: list | None = [] if graph else None
     st = {"distinct": 0, "initial": 0, "peak": 0, "peak_bytes": 0, "last": t0, "depth": 0}
@@ -418,19 +479,8 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
     def commit_level(cand: dict, cpar: dict, dups=None) -> list:
         """Store the candidates minus ``dups``; return their states in stored (sorted) order."""
         order = sorted(cand.keys() - dups if dups else cand)
-        fps = array("Q", order)
-        pars = array("I", list(map(cpar.__getitem__, order)))
         states = list(map(cand.__getitem__, order))
-        fp_levels.append(fps)
-        par_levels.append(pars)
-        if len(fps) >= max(_SMALL_LEVEL, st["distinct"] // _SMALL_SHARE):
-            big_levels.append(fps)
-        elif fps:
-            runs.append(fps)
-            while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
-                top = runs.pop()
-                runs.append(array("Q", sorted(runs.pop() + top)))
-        states_per_depth.append(len(order))
+        visited.add_level(order, list(map(cpar.__getitem__, order)))
         st["distinct"] += len(order)
         if len(order) > st["peak"]:
             st["peak"] = len(order)
@@ -528,11 +578,7 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
             stop_reason = "violation"
             break
         # Deduplicate the candidates against every stored level (this one included).
-        dups: set = set()
-        for level in big_levels:
-            dups.update(_dups_in_level(nxt, level))
-        for level in runs:
-            dups.update(_dups_in_level(nxt, level))
+        dups = visited.dups(nxt)
         n_new = len(nxt) - len(dups)
         if not n_new:
             break                                           # nothing new: the level was last
@@ -568,11 +614,7 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
         initial_index, trace, violating_state = _rebuild_trace(
             spec, init, fp_levels, par_levels, vdepth, vidx, symmetry)
 
-    # merged runs count only where they are copies (a run that is a level's own array is not)
-    level_ids = {id(a) for a in fp_levels}
-    visited_bytes = (sum(map(getsizeof, fp_levels)) + sum(map(getsizeof, par_levels))
-                     + getsizeof(fp_levels) + getsizeof(par_levels) + getsizeof(big_levels)
-                     + getsizeof(runs) + sum(getsizeof(a) for a in runs if id(a) not in level_ids))
+    visited_bytes = visited.nbytes
     result = ExploreResult(
         spec_name=spec.name, distinct=distinct,
         generated=st["initial"] + sum(acount.values()),

@@ -79,6 +79,18 @@ class KafkaSpec:
         read = object.__getattribute__(self._model_design, "_read")
         return tuple(f for f in self._flags_on if f not in read)
 
+    def flags_read(self) -> frozenset:
+        """The flags that are on and that a step taken so far has read."""
+        if not self._flags_on:
+            return frozenset()
+        return frozenset(object.__getattribute__(self._model_design, "_read"))
+
+    def note_flags_read(self, names) -> None:
+        """Count ``names`` as read: steps taken in another process (``explore`` with workers)
+        read them."""
+        if self._flags_on:
+            object.__getattribute__(self._model_design, "_read").update(names)
+
     @classmethod
     def named(cls, config: str, variant: str | None = None) -> KafkaSpec:
         return cls(get_config(config), get_design(variant), variant or "correct")

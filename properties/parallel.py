@@ -1,0 +1,503 @@
+"""The explorer on several processes: ``explore(spec, workers=N)``.
+
+The search is ``explore``'s level by level, with the same stored levels, counts, shortest
+traces, witnesses and whole-graph checks; only the expansion of a level is shared out.  The
+driver (this process) keeps what ``explore`` keeps per visited state (``Visited``: 12 bytes of
+fingerprint and parent index) and decides everything; each worker process holds the states of
+the current level that are its share, as live objects, and expands them:
+
+1. *expand*: every worker expands its states (successors, ``violation``, the witnesses that read
+   the step, and for the whole-graph checks each state's status and successors' fingerprints)
+   and sends back its candidates as two arrays, fingerprint and discovery key (the parent's
+   index in the level and the successor's position, so the smallest key is the discovery
+   ``explore`` makes first), keeping the candidate states;
+2. the driver merges the candidates (smallest key per fingerprint), drops the visited ones,
+   sorts the new level and numbers it, as ``explore`` does; a new state stays with the worker
+   that discovered it first, except that a worker holding more than its share passes the surplus
+   to one holding less (pickled: the only states that cross a process boundary);
+3. *keep*/*take*: each worker keeps its share of the new level, in index order, and checks the
+   witnesses that are state predicates on it.
+
+A violation stops the search at the level's smallest violating index, as in ``explore``; the
+workers then count again the transitions of their states below it (``recount``), so the
+counts are ``explore``'s.  Workers are forked where the platform allows (the spec is inherited),
+spawned with the pickled spec elsewhere, and run with the cyclic collector off.  Fingerprints
+must be the same in every process (``properties/spec.py``), which the Kafka model's are.
+"""
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import pickle
+import time
+from array import array
+
+from properties.explore import (ExploreResult, Visited, _fmt, _graph_checks, _rebuild_trace,
+                                _MASK)
+from properties.spec import seen_on_step, witness_scopes
+
+__all__ = ["explore_parallel", "default_workers"]
+
+_KEY = 1 << 20          # discovery key = parent index * _KEY + successor position
+
+
+def default_workers() -> int:
+    """Every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:      # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ---- the worker ---------------------------------------------------------------------------------
+
+class _Worker:
+    """One worker's side: its share of the current level and the candidates of the next."""
+
+    def __init__(self, spec, symmetry: bool, record: bool, progress_rec: bool):
+        self.spec = spec
+        fingerprint = spec.fingerprint
+        canonical = spec.canonical
+        self.fp = ((lambda s: fingerprint(canonical(s)) & _MASK) if symmetry
+                   else (lambda s: fingerprint(s) & _MASK))
+        self.record = record
+        self.progress_rec = progress_rec
+        if record:
+            from properties.graphcheck import status_of
+            self.status_of = status_of(spec)
+        self.scopes = witness_scopes(spec)
+        self.idx = array("Q")       # the global indices of its states, increasing
+        self.fps = array("Q")       # their fingerprints
+        self.states: list = []
+        self.cand: dict = {}        # fingerprint -> state, of the last expansion
+
+    def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True):
+        spec, fp, scopes = self.spec, self.fp, self.scopes
+        successors, violation = spec.successors, spec.violation
+        witnesses_hit = spec.witnesses_hit
+        wanted = list(wanted)
+        reached: list = []
+        acount: dict = {}
+        violations: list = []
+        cand: dict = {}
+        keys: dict = {}
+        record = self.record and emit
+        status, counts, succ_fps = bytearray(), array("I"), array("Q")
+        marks, edges = array("Q"), bytearray()
+        if record and self.progress_rec:
+            marks_of, edge_class = spec.progress_marks, spec.progress_edge
+        for idx, here, state in zip(self.idx, self.fps, self.states):
+            if below is not None and idx >= below:
+                break
+            succ = successors(state)
+            v = violation(state, succ)
+            if v is not None:
+                violations.append((idx, v))
+                if stop:
+                    break
+            if record:
+                status.append(self.status_of(state, succ))
+                counts.append(len(succ))
+                if self.progress_rec:
+                    marks.append(marks_of(state))
+                    edges.extend([edge_class(state, st) for st, _ in succ])
+            base = idx * _KEY
+            for j, (st, s) in enumerate(succ):
+                a = st.action
+                acount[a] = acount.get(a, 0) + 1
+                f = fp(s)
+                if record:
+                    succ_fps.append(f)
+                if emit and f != here and f not in cand:
+                    cand[f] = s
+                    keys[f] = base + j
+                if wanted:
+                    ws = [w for w in wanted if seen_on_step(scopes[w], a)]
+                    hits = witnesses_hit(state, st, s, ws) if ws else None
+                    for w in hits or ():
+                        if w in wanted:
+                            wanted.remove(w)
+                            reached.append(w)
+        if emit:
+            self.cand = cand
+        out = {"acount": acount, "reached": reached, "violations": violations,
+               "flags_read": self.flags_read()}
+        if emit:
+            order = list(cand)
+            out["fps"] = array("Q", order)
+            out["keys"] = array("Q", map(keys.__getitem__, order))
+        if record:
+            out["rec"] = (self.idx[:len(status)], status, counts, succ_fps, marks, edges)
+        return out
+
+    def flags_read(self) -> frozenset:
+        """The design flags the model has read in this process (a Kafka spec watches them)."""
+        read = getattr(self.spec, "flags_read", None)
+        return read() if read is not None else frozenset()
+
+    def keep(self, mine, give):
+        """Keep ``mine`` ((index, fingerprint) arrays) from the candidates; return the states of
+        ``give`` (fingerprints), pickled, for another worker."""
+        cand = self.cand
+        self.cand = {}
+        idx, fps = mine
+        self._pending = (idx, fps, [cand[f] for f in fps])
+        return pickle.dumps([cand[f] for f in give], pickle.HIGHEST_PROTOCOL) if give else b""
+
+    def take(self, received, wanted_state: list):
+        """Add the states passed on to it (``[(index array, fingerprint array, pickled)]``),
+        order its share by index; return the state-predicate witnesses seen on it."""
+        idx, fps, states = self._pending
+        self._pending = None
+        idx, fps = list(idx), list(fps)
+        for r_idx, r_fps, blob in received:
+            idx += r_idx
+            fps += r_fps
+            states += pickle.loads(blob)
+        order = sorted(range(len(idx)), key=idx.__getitem__)
+        self.idx = array("Q", [idx[i] for i in order])
+        self.fps = array("Q", [fps[i] for i in order])
+        self.states = [states[i] for i in order]
+        hits: list = []
+        left = list(wanted_state)
+        if left:
+            hit = self.spec.witnesses_hit
+            for s in self.states:
+                for w in hit(None, None, s, left) or ():
+                    if w in left:
+                        left.remove(w)
+                        hits.append(w)
+                if not left:
+                    break
+        return hits, len(self.states)
+
+
+def _serve(conn, spec, symmetry, record, progress_rec) -> None:
+    gc.disable()
+    if isinstance(spec, bytes):
+        spec = pickle.loads(spec)
+    w = _Worker(spec, symmetry, record, progress_rec)
+    while True:
+        try:
+            cmd, args = conn.recv()
+        except EOFError:
+            return
+        if cmd == "stop":
+            return
+        try:
+            conn.send(("ok", getattr(w, cmd)(*args)))
+        except BaseException as exc:           # the driver re-raises it with the cause
+            import traceback
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+
+
+class _Pool:
+    """The worker processes, each behind a pipe; ``call`` sends one command to each and
+    gathers the answers (the workers run in parallel between the sends and the receives)."""
+
+    def __init__(self, spec, n: int, symmetry: bool, record: bool, progress_rec: bool):
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        carried = spec if ctx.get_start_method() == "fork" else pickle.dumps(spec)
+        self.conns, self.procs = [], []
+        for _ in range(n):
+            mine, theirs = ctx.Pipe()
+            p = ctx.Process(target=_serve, args=(theirs, carried, symmetry, record, progress_rec),
+                            daemon=True)
+            p.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(p)
+
+    def call(self, cmd: str, per_worker: list) -> list:
+        for conn, args in zip(self.conns, per_worker):
+            conn.send((cmd, args))
+        out = []
+        for k, conn in enumerate(self.conns):
+            try:
+                status, value = conn.recv()
+            except EOFError:
+                raise RuntimeError(f"explore worker {k} died (exit code "
+                                   f"{self.procs[k].exitcode})") from None
+            if status == "error":
+                raise RuntimeError(f"explore worker {k} failed: {value}")
+            out.append(value)
+        return out
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(("stop", ()))
+            except (OSError, ValueError):
+                pass
+        for p in self.procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for conn in self.conns:
+            conn.close()
+
+
+# ---- the driver ---------------------------------------------------------------------------------
+
+def _balance(holder: list, n_workers: int) -> tuple[list, dict]:
+    """Who keeps which state of the new level: ``holder[pos]`` is the worker that discovered
+    position ``pos`` first.  A worker holding more than ``ceil(n / workers)`` passes the surplus
+    (its last positions) to workers holding fewer.  Returns (per worker, the positions it keeps
+    from its own candidates; ``{(from, to): positions}`` passed on)."""
+    share = -(-len(holder) // n_workers)
+    own: list[list] = [[] for _ in range(n_workers)]
+    for pos, w in enumerate(holder):
+        own[w].append(pos)
+    size = [len(o) for o in own]
+    moves: dict = {}
+    spare = [w for w in range(n_workers) if size[w] < share]
+    for w in range(n_workers):
+        while size[w] > share and spare:
+            to = spare[0]
+            take = min(share - size[to], size[w] - share)
+            moves.setdefault((w, to), []).extend(own[w][-take:])
+            del own[w][-take:]
+            size[w] -= take
+            size[to] += take
+            if size[to] >= share:
+                spare.pop(0)
+    return own, moves
+
+
+def explore_parallel(spec, workers: int, *, symmetry: bool = False,
+                     max_states: int | None = None, max_depth: int | None = None,
+                     progress=None, stop_at_violation: bool = True,
+                     keep_fingerprints: bool = False, graph_checks: bool = True) -> ExploreResult:
+    """``explore`` with the expansion of each level shared by ``workers`` processes (see the
+    module docstring); the result is ``explore``'s (``seconds`` is wall time)."""
+    if workers < 1:
+        raise ValueError("workers must be >= 1")
+    if max_states is not None and max_states < 0:
+        raise ValueError("max_states must be >= 0")
+    if max_depth is not None and max_depth < 0:
+        raise ValueError("max_depth must be >= 0")
+    t0 = time.perf_counter()
+    M = _MASK
+    fingerprint = spec.fingerprint
+    canonical = spec.canonical
+    acount = {a: 0 for a in spec.action_names()}
+    witness_ids = tuple(spec.witness_ids())
+    scopes = witness_scopes(spec)
+    reached: set = set()
+    wanted_state = [w for w in witness_ids if scopes[w] == ()]
+    wanted = [w for w in witness_ids if scopes[w] != ()]
+    rec = None
+    record = graph_checks and getattr(spec, "settled", None) is not None
+    progress_rec = record and getattr(spec, "progress_marks", None) is not None
+    if record:
+        from properties.graphcheck import GraphRecorder
+        rec = GraphRecorder(progress=progress_rec)
+        if progress_rec:
+            rec.strict = tuple(spec.progress_strict())
+
+    note_flags = getattr(spec, "note_flags_read", None)
+    visited = Visited()
+    found: list = []                     # [(property, depth, index in level)]
+    violations_seen: list = []
+    complete, stop_reason = True, None
+    peak = 0
+    last = [t0]
+
+    def say(depth: int, final: bool = False) -> None:
+        now = time.perf_counter()
+        if progress is None or (not final and now - last[0] < 1.0):
+            return
+        last[0] = now
+        el = now - t0
+        gen = len(init) + sum(acount.values())
+        rate = visited.distinct / el if el > 0 else 0.0
+        if final:
+            what = "complete" if complete else f"incomplete ({stop_reason})"
+            viol = f"  violation {found[0][0]} at depth {found[0][1]}" if found else ""
+            print(f"[explore] {spec.name}: {what}: depth {max(len(visited.fp_levels) - 1, 0)}  "
+                  f"distinct {_fmt(visited.distinct)}  generated {_fmt(gen)}  {rate:,.0f} "
+                  f"distinct/s  {el:.1f} s  {workers} workers{viol}", file=progress, flush=True)
+        else:
+            print(f"[explore] depth {depth}  distinct {_fmt(visited.distinct)}  generated "
+                  f"{_fmt(gen)}  {rate:,.0f} distinct/s  {workers} workers", file=progress,
+                  flush=True)
+
+    # ---- level 0 (as explore) ------------------------------------------------------------------
+    init = list(spec.initial_states())
+    first: dict = {}
+    for i, s in enumerate(init):
+        f = fingerprint(canonical(s) if symmetry else s) & M
+        if f not in first:
+            first[f] = i
+    if max_states is not None and len(first) > max_states:
+        first = {f: first[f] for f in list(first)[:max_states]}
+        complete, stop_reason = False, "max_states"
+    order = sorted(first)
+    visited.add_level(order, [first[f] for f in order])
+    peak = len(order)
+
+    pool = _Pool(spec, workers, symmetry, record, progress_rec)
+    try:
+        # level 0's states go round the workers, pickled
+        per = [[] for _ in range(workers)]
+        for pos, f in enumerate(order):
+            per[pos % workers].append((pos, f, init[first[f]]))
+        pool.call("keep", [((array("Q"), array("Q")), ()) for _ in range(workers)])
+        answers = pool.call("take", [
+            ([(array("Q", [p for p, _, _ in mine]), array("Q", [f for _, f, _ in mine]),
+               pickle.dumps([s for _, _, s in mine], pickle.HIGHEST_PROTOCOL))] if mine else [],
+             wanted_state) for mine in per])
+        _note_state_hits(answers, wanted_state, reached)
+
+        depth = 0
+        while visited.states_per_depth and visited.states_per_depth[-1]:
+            n_cur = visited.states_per_depth[-1]
+            answers = pool.call("expand", [(wanted, stop_at_violation)] * workers)
+            if note_flags is not None:
+                for a in answers:
+                    note_flags(a["flags_read"])
+            level_counts = [a["acount"] for a in answers]
+            level_hits = [a["reached"] for a in answers]
+            viols = sorted(v for a in answers for v in a["violations"])
+            if viols:
+                if not found:
+                    found.append((viols[0][1], depth, viols[0][0]))
+                if stop_at_violation:
+                    # explore stops at the first violating state: count only the states before
+                    below = viols[0][0]
+                    recount = pool.call("expand", [(wanted, True, below, False)] * workers)
+                    level_counts = [a["acount"] for a in recount]
+                    level_hits = [a["reached"] for a in recount]
+                    viols = viols[:1]
+                for _, v in viols:
+                    if v not in violations_seen:
+                        violations_seen.append(v)
+            for counts in level_counts:
+                for a, k in counts.items():
+                    acount[a] += k
+            for hits in level_hits:
+                for w in hits:
+                    if w in wanted:
+                        wanted.remove(w)
+                        reached.add(w)
+            if found and stop_at_violation:
+                complete, stop_reason = False, "violation"
+                break
+            if rec is not None:
+                _record(rec, [a["rec"] for a in answers], n_cur)
+            # merge: the smallest discovery key per fingerprint, and who holds that state
+            best: dict = {}
+            for w, a in enumerate(answers):
+                for f, key in zip(a["fps"], a["keys"]):
+                    old = best.get(f)
+                    if old is None or key < old[0]:
+                        best[f] = (key, w)
+            dups = visited.dups(best)
+            n_new = len(best) - len(dups)
+            if not n_new:
+                break
+            if stop_reason == "max_states" or (max_states is not None
+                                               and visited.distinct >= max_states):
+                complete, stop_reason = False, "max_states"
+                break
+            if max_depth is not None and depth >= max_depth:
+                complete, stop_reason = False, "max_depth"
+                break
+            new = [f for f in best if f not in dups]
+            if max_states is not None and visited.distinct + n_new > max_states:
+                new.sort(key=lambda f: best[f][0])             # first discovered first
+                new = new[:max_states - visited.distinct]
+                complete, stop_reason = False, "max_states"
+            new.sort()
+            visited.add_level(new, [best[f][0] // _KEY for f in new])
+            peak = max(peak, len(new))
+            del dups
+            kept, moves = _balance([best[f][1] for f in new], workers)
+            del best
+            give = [[] for _ in range(workers)]
+            for (src, to), positions in sorted(moves.items()):
+                give[src].append((to, positions))
+            blobs = pool.call("keep", [
+                ((array("Q", kept[w]), array("Q", [new[p] for p in kept[w]])),
+                 [new[p] for _, ps in give[w] for p in ps]) for w in range(workers)])
+            received = [[] for _ in range(workers)]
+            for src in range(workers):
+                if not give[src]:
+                    continue
+                states = pickle.loads(blobs[src])
+                at = 0
+                for to, positions in give[src]:
+                    part = states[at:at + len(positions)]
+                    at += len(positions)
+                    received[to].append((array("Q", positions),
+                                         array("Q", [new[p] for p in positions]),
+                                         pickle.dumps(part, pickle.HIGHEST_PROTOCOL)))
+            answers = pool.call("take", [(received[w], wanted_state) for w in range(workers)])
+            _note_state_hits(answers, wanted_state, reached)
+            depth += 1
+            say(depth)
+    finally:
+        pool.close()
+
+    seconds = time.perf_counter() - t0
+    fp_levels, par_levels = visited.fp_levels, visited.par_levels
+    trace, initial_index, violating_state = (), None, None
+    if found:
+        _, vdepth, vidx = found[0]
+        initial_index, trace, violating_state = _rebuild_trace(
+            spec, init, fp_levels, par_levels, vdepth, vidx, symmetry)
+    distinct = visited.distinct
+    visited_bytes = visited.nbytes
+    result = ExploreResult(
+        spec_name=spec.name, distinct=distinct, generated=len(init) + sum(acount.values()),
+        depth=max(len(fp_levels) - 1, 0), complete=complete,
+        violation=found[0][0] if found else None, trace=trace, initial_index=initial_index,
+        violating_state=violating_state, action_counts=acount,
+        witnesses_reached=tuple(w for w in witness_ids if w in reached),
+        witnesses_missing=tuple(w for w in witness_ids if w not in reached),
+        seconds=seconds, states_per_depth=visited.states_per_depth,
+        bytes_per_state=visited_bytes / distinct if distinct else 0.0,
+        peak_frontier=peak, symmetry=symmetry, violations_seen=tuple(violations_seen),
+        stop_reason=stop_reason, visited_bytes=visited_bytes)
+    if rec is not None and complete:
+        _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry)
+        result.seconds = time.perf_counter() - t0
+    if keep_fingerprints:
+        every = array("Q")
+        for level in fp_levels:
+            every.extend(level)
+        result.fingerprints = array("Q", sorted(every))
+    if progress is not None:
+        say(len(fp_levels) - 1, final=True)
+    return result
+
+
+def _note_state_hits(answers, wanted_state: list, reached: set) -> None:
+    for hits, _ in answers:
+        for w in hits:
+            if w in wanted_state:
+                wanted_state.remove(w)
+                reached.add(w)
+
+
+def _record(rec, parts: list, n: int) -> None:
+    """Append the workers' records of one level to ``rec`` in the level's index order."""
+    rows: list = [None] * n
+    for idx, status, counts, succ_fps, marks, edges in parts:
+        at = 0
+        for k, i in enumerate(idx):
+            c = counts[k]
+            rows[i] = (status[k], succ_fps[at:at + c], marks[k] if rec.marks is not None else 0,
+                       edges[at:at + c] if rec.marks is not None else b"")
+            at += c
+    out, offsets = rec.succ_fps, rec.offsets
+    for st, fps, mark, edge in rows:
+        rec.status.append(st)
+        out.extend(fps)
+        offsets.append(len(out))
+        if rec.marks is not None:
+            rec.marks.append(mark)
+            rec.edge.extend(edge)
