@@ -7,7 +7,7 @@ On one configuration, each run in a fresh process, three ways to the same reacha
 
 - ``explore``: the single-process explorer (``properties.explore.explore``);
 - ``partitioned``: the fingerprint-partitioned level loop in one process, 4 partitions
-  (``kipcheck.campaign.bfs.explore_partitioned``: every candidate pickled and unpickled as it
+  (``properties.partitioned.explore_partitioned``: every candidate pickled and unpickled as it
   would cross a Spark shuffle, no JVM);
 - ``spark-local[N]``: ``explore_spark`` on a local SparkSession with N executor slots (N = 1, 2);
   the session's start-up is timed apart and not included in the exploration time.
@@ -43,7 +43,7 @@ def run_mode(config: str, mode: str) -> dict:
         t0 = time.perf_counter()
         r = explore(spec)
     elif mode == "partitioned":
-        from kipcheck.campaign.bfs import explore_partitioned
+        from properties.partitioned import explore_partitioned
         t0 = time.perf_counter()
         r = explore_partitioned(spec, partitions=4)
     elif mode.startswith("spark-local["):

@@ -1,5 +1,5 @@
 """Spark campaign execution and the fingerprint-partitioned BFS (kipcheck/campaign/spark.py,
-kipcheck/campaign/bfs.py).
+properties/partitioned.py).
 
 The partitioned BFS is first checked without a JVM (``explore_partitioned``: the same record
 functions as the Spark job, run in this process) against ``properties.explore.explore`` on every
@@ -27,7 +27,7 @@ import types
 import pytest
 
 from bench.twophase import TwoPhaseSpec
-from kipcheck.campaign import bfs
+from properties import partitioned as bfs
 from model.configs import CONFIGS, TINY
 from properties.explore import explore, replay
 from properties.kafka_spec import KafkaSpec

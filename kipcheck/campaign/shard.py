@@ -53,7 +53,6 @@ import errno
 import hashlib
 import json
 import os
-import random
 import re
 import socket
 import sys
@@ -67,9 +66,6 @@ from kipcheck.campaign.spec import TEST_ENGINE, TEST_ENGINE_ENV, conformance_run
 __all__ = ["Failure", "ShardResult", "run_shard", "run_shard_record", "run_batch",
            "crash_record", "crash_of", "describe_exception", "one_line", "CRASH_KEY"]
 
-_MASK = 2 ** 64 - 1
-_TICK = 0.5                 # seconds between timeline points
-_CHECK_EVERY = 1024         # random-walk steps between checks of the safety cap
 
 
 @dataclass(frozen=True)
@@ -359,85 +355,16 @@ def _stateful(kspec, seed, budget) -> dict:
 
 
 def _random_walk(kspec, seed, budget, t0, engine) -> dict:
-    from properties.stateful import Swarm, minimise, round_seed
-    from properties.trace import Trace
-    rng = random.Random(seed)
-    fingerprint, successors, violation = kspec.fingerprint, kspec.successors, kspec.violation
-    init = kspec.initial_states()[0]
-    init_succ = successors(init)
-    seen = {fingerprint(init) & _MASK}
-    wanted = list(kspec.witness_ids())
-    reached: set = set()
-    failures, failed = [], set()
-    timeline = []
-    swarms = []
-    actions: dict = {}
-    steps = 0
-    stop_reason = "budget"
-
-    def fail(prop, path, r):
-        failed.add(prop)
-        mini, clause = minimise(kspec, path, prop, max_seconds=budget.minimise_seconds)
-        trace = Trace(kspec.cfg.name, kspec.variant, tuple(mini), prop, clause, engine=engine)
-        failures.append(Failure(prop, clause, json.dumps(trace.to_json()), len(mini),
-                                len(path), None, r))
-
-    prop0 = violation(init, init_succ)
-    if prop0 is not None:               # the initial state itself violates: nothing to walk
-        fail(prop0, [], 0)
-        return {"seen": seen, "swarms": [], "rounds": 0, "steps": 0, "witnesses": reached,
-                "actions": actions,
-                "failures": failures, "timeline": [(0.0, 0, 1)], "stop_reason": "violation"}
-    rounds = budget.rounds
-    per_round, extra = divmod(budget.walk_steps, rounds)
-    last_tick = time.perf_counter()
-    for r in range(rounds):
-        sw = Swarm.draw(kspec, round_seed(seed, r))
-        swarms.append(sw.describe())
-        disabled = frozenset(sw.disabled)
-        quota = per_round + (extra if r == rounds - 1 else 0)
-        state, succ, path = init, init_succ, []
-        taken = 0
-        while taken < quota:
-            allowed = [p for p in succ if p[0].action not in disabled] if disabled else succ
-            if not allowed or len(path) >= budget.walk_depth:
-                if not path:
-                    break               # nothing this swarm allows from the initial state
-                state, succ, path = init, init_succ, []
-                continue
-            st, nxt = allowed[rng.randrange(len(allowed))]
-            taken += 1
-            path.append(st)
-            actions[st.action] = actions.get(st.action, 0) + 1
-            if wanted:
-                hit = kspec.witnesses_hit(state, st, nxt, wanted)
-                if hit:
-                    reached.update(hit)
-                    wanted = [w for w in wanted if w not in reached]
-            seen.add(fingerprint(nxt) & _MASK)
-            nsucc = successors(nxt)
-            prop = violation(nxt, nsucc)
-            if prop is not None:
-                if prop not in failed:
-                    fail(prop, path, r)
-                state, succ, path = init, init_succ, []
-            else:
-                state, succ = nxt, nsucc
-            if taken % _CHECK_EVERY == 0:
-                now = time.perf_counter()
-                if now - last_tick >= _TICK:
-                    last_tick = now
-                    timeline.append((round(now - t0, 3), steps + taken, len(seen)))
-                if now - t0 >= budget.max_seconds:
-                    stop_reason = "time budget"
-                    break
-        steps += taken
-        if stop_reason != "budget":
-            break
-    timeline.append((round(time.perf_counter() - t0, 3), steps, len(seen)))
-    return {"seen": seen, "swarms": swarms, "rounds": len(swarms), "steps": steps,
-            "witnesses": reached, "actions": actions, "failures": failures, "timeline": timeline,
-            "stop_reason": stop_reason}
+    from properties.walk import random_walk
+    r = random_walk(kspec, seed, rounds=budget.rounds, walk_steps=budget.walk_steps,
+                    walk_depth=budget.walk_depth, max_seconds=budget.max_seconds,
+                    minimise_seconds=budget.minimise_seconds, engine=engine, t0=t0)
+    failures = [Failure(f.property, f.clause, json.dumps(f.trace.to_json()),
+                        len(f.trace.steps), f.found_length, None, f.round)
+                for f in r.failures]
+    return {"seen": r.seen, "swarms": r.swarms, "rounds": r.rounds, "steps": r.steps,
+            "witnesses": r.witnesses, "actions": r.actions, "failures": failures,
+            "timeline": r.timeline, "stop_reason": r.stop_reason}
 
 
 CONFORMANCE_FORMAT = "kipcheck-conformance-divergence"

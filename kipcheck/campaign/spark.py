@@ -22,7 +22,7 @@ line ("An exception was thrown from the Python worker:") once it is cut to one l
 ``map_shards`` raises ``ShardFailed`` for it; for a batch that fails every attempt for another
 reason, ``ShardBatchFailed`` carries the Python cause dug out of Spark's error text.
 
-``explore_spark`` runs the level loop of ``kipcheck.campaign.bfs`` with ``SparkBackend``: the
+``explore_spark`` runs the level loop of ``properties.partitioned`` with ``SparkBackend``: the
 partition states live in a cached, locally checkpointed pair RDD keyed by partition id (one
 record per partition); a level is ONE Spark job: expand (narrow) -> ``partitionBy`` of the
 candidates to their owners -> a partition-aligned union with the partition states (Spark builds a
@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from collections.abc import Iterator
 
-from kipcheck.campaign import bfs
+from properties import partitioned as bfs
 
 __all__ = ["SparkUnavailable", "ShardBatchFailed", "ShardFailed", "SparkShardExecutor",
            "SparkBackend", "explore_spark", "spark_session", "default_master", "python_cause"]

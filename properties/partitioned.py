@@ -11,9 +11,12 @@ fingerprints with ``owner(fp) == i`` and the frontier states among them.  One BF
 3. **merge** (every partition, in parallel): the candidates are deduplicated against the
    partition's own visited levels and become its next frontier level.
 
-Nothing in this module needs a JVM: ``explore_partitioned(spec, partitions=P)`` runs the same
-three steps in one process (``LocalBackend``) and the Spark driver in ``spark.py`` runs them as
-one Spark job per level (``SparkBackend``).  The level loop (``run_bfs``) is shared, so the Spark
+An engine like ``explore``; ``kipcheck/campaign/spark.py`` only schedules it on executors.  On
+one machine, ``explore(spec, workers=N)`` (properties/parallel.py) shares the work out without
+partitioning the visited set.  Nothing in this module needs a JVM:
+``explore_partitioned(spec, partitions=P)`` runs the same three steps in one process
+(``LocalBackend``) and the Spark driver in ``spark.py`` runs them as one Spark job per level
+(``SparkBackend``).  The level loop (``run_bfs``) is shared, so the Spark
 run and the in-process run take every decision the same way.
 
 Same result as ``explore``
