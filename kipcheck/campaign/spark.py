@@ -11,6 +11,10 @@ without the project's packages), the project root on the workers' ``PYTHONPATH``
 JVM starts), unix-domain sockets to the Python workers (about 14 ms per task instead of 26),
 worker reuse left on (turning it off costs about 260 ms per task), Hypothesis' storage directory in
 a temp dir (Hypothesis writes ``.hypothesis/constants`` into the cwd even with ``database=None``).
+A cluster master (anything but ``local...``) differs in three: the driver keeps Spark's own
+address (executors on other hosts must reach it; ``SPARK_LOCAL_IP`` chooses it), a
+``PYSPARK_PYTHON`` already set is kept (the executors' Python), and the session is returned once
+the executors have registered (``_await_executors``: the parallelism below is read from them).
 
 Retries: ``local[N]`` gives each task a single attempt; the default master is ``local[N,F]`` with
 ``F = max_failures`` (4), and ``spark.task.maxFailures`` is set for cluster masters, so a task
@@ -60,6 +64,7 @@ __all__ = ["SparkUnavailable", "ShardBatchFailed", "ShardFailed", "SparkShardExe
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_FAILURES = 4            # attempts per Spark task (a dead Python worker costs one)
+EXECUTOR_WAIT = 30.0        # seconds a cluster master may take to register its executors
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -163,9 +168,14 @@ def spark_session(master: str | None = None, executors: int | None = None,
     active = SparkContext._active_spark_context
     if active is not None:
         return SparkSession(active), False
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "localhost")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    master = master or default_master(executors, max_failures)
+    local = master.startswith("local")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "localhost")
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:       # the executors' Python may live elsewhere: the user's PYSPARK_PYTHON wins
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if str(PROJECT_ROOT) not in paths:
@@ -173,12 +183,9 @@ def spark_session(master: str | None = None, executors: int | None = None,
     tmp = Path(tempfile.mkdtemp(prefix="kipcheck-spark-"))
     (tmp / "log4j2.properties").write_text(_LOG4J2)
     (tmp / "hypothesis").mkdir()
-    master = master or default_master(executors, max_failures)
     b = (SparkSession.builder.master(master).appName(app_name)
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.driver.host", "127.0.0.1")
          .config("spark.python.unix.domain.socket.enabled", "true")
          .config("spark.python.worker.reuse", "true")
          .config("spark.task.maxFailures", str(max_failures))
@@ -191,7 +198,10 @@ def spark_session(master: str | None = None, executors: int | None = None,
         b = (b.config("spark.driver.extraJavaOptions",
                       f"-Dlog4j2.configurationFile=file:{tmp / 'log4j2.properties'}")
              .config("spark.python.daemon.module", "kipcheck.campaign.spark"))
-    if executors and not master.startswith("local"):
+    if local:       # a cluster's executors must reach the driver: Spark's own address there
+        b = (b.config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1"))
+    elif executors:
         b = b.config("spark.executor.instances", str(executors))
     from kipcheck.campaign.shard import KILL_ENV, RAISE_ENV
     for name in (KILL_ENV, RAISE_ENV):      # test hooks reach workers of a JVM started earlier
@@ -200,7 +210,35 @@ def spark_session(master: str | None = None, executors: int | None = None,
     session = b.getOrCreate()
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
+    if not local:
+        _await_executors(session.sparkContext)
     return session, True
+
+
+def _await_executors(sc, limit: float = EXECUTOR_WAIT, settle: float = 2.0) -> int:
+    """Wait until a cluster master's executors have registered: at least one, then no new one
+    for ``settle`` seconds, at most ``limit`` seconds in all; returns how many registered.
+
+    The SparkContext is returned before they register (a standalone master does not wait at
+    all: ``spark.scheduler.minRegisteredResourcesRatio`` is 0 there, 0.8 on YARN and
+    Kubernetes), and ``defaultParallelism`` counts only the cores registered so far, at least
+    2: the campaign's concurrent shard batches (``SparkShardExecutor.slots``) and explore's
+    partitions would stay at 2 and 4 on a cluster of any size.  Not with dynamic allocation,
+    whose executors start only for submitted tasks."""
+    if sc.getConf().get("spark.dynamicAllocation.enabled", "false").strip().lower() == "true":
+        return 0
+    status = sc._jsc.sc().getExecutorMemoryStatus     # the driver's block manager + executors'
+    t0 = changed = time.monotonic()
+    seen = 0
+    while time.monotonic() - t0 < limit:
+        n = status().size() - 1
+        now = time.monotonic()
+        if n != seen:
+            seen, changed = n, now
+        elif n > 0 and now - changed >= settle:
+            break
+        time.sleep(0.2)
+    return seen
 
 
 # ---- campaign shards --------------------------------------------------------------------------
@@ -443,10 +481,13 @@ class SparkBackend:
             self.pending = None
 
     def close(self) -> None:
-        self._drop_pending()
-        if self.parts is not None:
-            self.parts.unpersist()
-            self.parts = None
+        """Drop the cached partitions, waiting for the executors to answer: on a cluster, a
+        session stopped with the removals still outstanding made the driver print "Still have
+        N requests outstanding" and a RejectedExecutionException trace per request."""
+        for rdd in (self.pending, self.parts):
+            if rdd is not None:
+                rdd.unpersist(blocking=True)
+        self.pending = self.parts = None
 
 
 def explore_spark(spec, *, master: str | None = None, executors: int | None = None,
