@@ -409,6 +409,42 @@ KRAFT_INTERNAL_TOPICS_POLICY = ModelConfig(
                "auto-created-topic-answered"),
 )
 
+# -- medium configurations: three nodes, two clients, a crash and a restart, registration and
+# forwarding on; decided by the explorer within the hour on two cores (make test-large, the
+# nightly campaign) ---------------------------------------------------------------------------
+
+ZK_MEDIUM = ModelConfig(
+    name="zk-medium", tier="medium",
+    description="ZK with three brokers, registered in /brokers/ids: B1 is controller; A1's "
+                "CreateTopics is forwarded by B2 and U2's (no ACLs) IncrementalAlterConfigs by "
+                "B3; one "
+                "broker can crash and restart, one session expire (a crashed broker's with "
+                "it), one election.",
+    mode=ZK, nodes=(_broker("B1"), _broker("B2"), _broker("B3")),
+    clients=(_mutation("A1", 1), _mutation("U2", 2, principal="user",
+                                           api=kafka.INCREMENTAL_ALTER_CONFIGS)),
+    acls=ACLS, initial_controller=0, zk_broker_registration=True, max_elections=1,
+    max_session_expiries=1, max_crashes=1, max_restarts=1, forward_timeout=2, max_time=2,
+    witnesses=("mutation-acknowledged", "mutation-denied", "forward-succeeds-after-not-controller",
+               "request-timed-out", "controller-moved", "zk-broker-reregistered"),
+)
+
+KRAFT_MEDIUM = ModelConfig(
+    name="kraft-medium", tier="medium",
+    description="KRaft with three controllers and a broker: C1 leads; C1, C2 and C3 are "
+                "registered (KIP-919); B4 forwards A1's CreateTopics; D1 asks C1 for the "
+                "controllers (DescribeCluster on the controller listener); one crash and restart "
+                "(a controller comes back as a new incarnation and registers again), one "
+                "election.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), _controller("C2"), _controller("C3"), _broker("B4")),
+    clients=(_mutation("A1", 3), _describe("D1", 0, kafka.ENDPOINT_CONTROLLER, "CONTROLLER")),
+    acls=ACLS, registration=True, initial_controller=0, initially_registered=(0, 1, 2),
+    max_elections=1, max_crashes=1, max_restarts=1, forward_timeout=1, max_time=1,
+    witnesses=("mutation-acknowledged", "controller-moved", "restarted-controller-registered",
+               "describe-lists-controllers"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
@@ -417,6 +453,8 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
+                               ZK_MEDIUM, KRAFT_MEDIUM,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")
+MEDIUM = tuple(name for name, c in CONFIGS.items() if c.tier == "medium")

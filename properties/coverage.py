@@ -139,14 +139,16 @@ def is_cached(spec) -> bool:
     return path is not None and path.exists()
 
 
-def reachable(spec, *, cache: bool = True, progress=None) -> Reachable:
-    """The reachable set of ``spec``, from the disk cache or by exploring it once."""
+def reachable(spec, *, cache: bool = True, progress=None, workers: int | None = None) -> Reachable:
+    """The reachable set of ``spec``, from the disk cache or by exploring it once (on
+    ``workers`` processes; the whole-graph checks are not this function's business)."""
     path = _cache_path(spec) if cache else None
     if path is not None and path.exists():
         found = _load(path, spec.name)
         if found is not None:
             return found
-    r = explore(spec, stop_at_violation=False, keep_fingerprints=True, progress=progress)
+    r = explore(spec, stop_at_violation=False, keep_fingerprints=True, progress=progress,
+                graph_checks=False, workers=workers)
     if not r.complete:
         raise RuntimeError(f"exploration of {spec.name} did not complete ({r.stop_reason})")
     actions = tuple(a for a in spec.action_names() if r.action_counts.get(a, 0) > 0)

@@ -119,13 +119,13 @@ def test_unreadable_and_malformed_specs(tmp_path):
 
 
 def test_keywords_expand_and_examples_load():
-    from model.configs import SMALL, TINY
+    from model.configs import MEDIUM, SMALL, TINY
     ci = load_spec(ROOT / "examples" / "campaign-ci.toml")
     every_seeded = tuple(n for n, v in VARIANTS.items() if v.kind == "seeded")
     assert ci.configurations == TINY and ci.variants == ("correct",) + every_seeded
     assert ci.budget.rule_calls >= 3000           # >= 1 s of work per stateful shard (P7)
     nightly = load_spec(ROOT / "examples" / "nightly.toml")
-    assert set(nightly.configurations) == set(TINY) | set(SMALL)
+    assert set(nightly.configurations) == set(TINY) | set(SMALL) | set(MEDIUM)
     assert set(nightly.variants) == {"correct"} | set(VARIANTS)
     # cross = "matching": a variant only with the configuration that catches it
     assert all(v == "correct" or VARIANTS[v].config == c for c, v in nightly.pairs())

@@ -625,11 +625,17 @@ def _coverage(g: GroupSummary, mode: str, progress):
         return None, (f"{g.distinct:,} distinct states visited; not measured against a "
                       f"reachable set (coverage = \"never\")")
     kspec = KafkaSpec.named(g.config, g.variant)
-    if mode == "auto" and not is_cached(kspec) and CONFIGS[g.config].tier != "tiny":
+    tier = CONFIGS[g.config].tier
+    if mode == "auto" and not is_cached(kspec) and tier != "tiny":
         return None, unknown + " (coverage = \"always\" explores it)"
+    if tier == "medium" and not is_cached(kspec):
+        # deciding a medium configuration takes up to an hour on two cores: make test-large
+        # explores it (and caches its reachable set); a campaign does not wait for it
+        return None, unknown + " (make test-large explores the medium tier and caches it)"
     if progress is not None and not is_cached(kspec):
         progress(f"computing the reachable set of {kspec.name} once (cached)")
-    reach = reachable(kspec)
+    from properties.parallel import default_workers
+    reach = reachable(kspec, workers=default_workers())
     cov = measure(g.fingerprints, g.actions, reach)
     return cov, ("reachable set from the cache" if reach.cached
                  else f"reachable set explored in {reach.seconds:.1f} s")

@@ -1,0 +1,95 @@
+"""The medium tier (model/configs.py): three brokers (ZK) or three controllers and a broker
+(KRaft), two clients, a crash and a restart, registration and forwarding on.  ``make
+test-large`` decides each on every core (``explore(workers=...)``): complete, no violation,
+SETTLE, DEADLOCK and PROGRESS hold, every witness reached, and the state count pinned here.  It
+also explores every design variant of the configuration's mode there and requires each that
+can show on it to be caught; those that cannot are listed with the reason (a variant listed
+here that is caught fails the test too, so the list stays true).
+
+The exploration also caches the configuration's reachable set, which the nightly campaign's
+coverage report reads (kipcheck/campaign/results.py).  Figures: docs/performance.md."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from model.config import VARIANTS
+from model.configs import CONFIGS, MEDIUM
+from properties.coverage import reachable
+from properties.explore import explore
+from properties.kafka_spec import KafkaSpec
+from properties.parallel import default_workers
+
+pytestmark = [pytest.mark.slow, pytest.mark.large]
+
+# distinct states of the correct design, without symmetry
+PINNED = {"zk-medium": 1_009_731, "kraft-medium": 1_214_140}
+
+# variants of the mode that the configuration cannot show, and why: in each, the model never
+# reads the variant's flag on this configuration (measured: ``flags_unreached()`` after
+# 150,000 states), so its state space is the correct design's
+_NO_MIGRATION = "no ZK-to-KRaft migration (no KRaft controller in the ZooKeeper cluster)"
+CANNOT_SHOW = {
+    "zk-medium": {
+        "envelope-any-listener": "no client sends its own EnvelopeRequest",
+        "leak-envelope-error": "every broker runs the same API versions (no UNSUPPORTED_VERSION "
+                               "envelope)",
+        "broker-info-not-cached": "no dynamic listener update (max_listener_updates = 0)",
+        "broker-info-update-races-registration": "no dynamic listener update",
+        "claims-before-brokers-ready": _NO_MIGRATION,
+        "entity-config-write-unchecked": _NO_MIGRATION,
+        "entity-config-check-passes-recreated-controller": _NO_MIGRATION,
+    },
+    "kraft-medium": {
+        "metadata-all-listeners": "no DescribeCluster to a broker",
+        "versions-not-intersected": "every controller runs the same API versions",
+        "controller-describe-without-alter": "D1 is allowed ALTER on the cluster",
+        "broker-reregistration-bumps-epoch": "no KRaft broker registration",
+        "heartbeat-checks-record-offset": "no KRaft broker registration",
+        "describe-lists-fenced-brokers": "no KRaft broker registration",
+        "internal-topics-bypass-policy": "no auto-created internal topics",
+        "auto-create-errors-only-logged": "no auto-created internal topics",
+        "registration-ignores-omitted-features": "no KRaft broker registration",
+    },
+}
+
+
+def test_the_medium_tier_is_pinned():
+    assert set(MEDIUM) == set(PINNED) == set(CANNOT_SHOW)
+
+
+@pytest.mark.parametrize("name", MEDIUM)
+def test_medium_configuration_decided(name):
+    spec = KafkaSpec.named(name)
+    r = explore(spec, workers=default_workers(), progress=sys.stderr)
+    assert r.complete and r.violation is None, (r.violation, r.trace)
+    assert r.graph_checked and r.graph_violation is None, (r.graph_violation, r.graph_trace)
+    assert r.witnesses_missing == ()
+    assert r.distinct == PINNED[name]
+    reachable(spec, workers=default_workers())        # cached for the campaigns' coverage
+
+
+def _variants_of_mode(name):
+    mode = CONFIGS[name].mode
+    return [(name, v) for v in VARIANTS if CONFIGS[VARIANTS[v].config].mode == mode]
+
+
+@pytest.mark.parametrize("name,variant",
+                         [pair for name in MEDIUM for pair in _variants_of_mode(name)])
+def test_medium_configuration_catches_the_variants_that_can_show(name, variant):
+    if variant in CANNOT_SHOW[name]:
+        pytest.skip(f"{variant} cannot show on {name}: {CANNOT_SHOW[name][variant]}")
+    spec = KafkaSpec.named(name, variant)
+    r = explore(spec, workers=default_workers(), max_states=2 * PINNED[name])
+    caught = r.violation or r.graph_violation
+    assert caught, f"{variant} not caught on {name} ({r.distinct:,} states, " \
+                   f"flags unread: {spec.flags_unreached()})"
+
+
+@pytest.mark.parametrize("name,variant", [(n, v) for n in MEDIUM for v in CANNOT_SHOW[n]])
+def test_variants_that_cannot_show_leave_the_model_unchanged(name, variant):
+    """What CANNOT_SHOW says: the flag is never read in 150,000 states."""
+    spec = KafkaSpec.named(name, variant)
+    explore(spec, max_states=150_000, graph_checks=False)
+    assert set(spec.flags_unreached()) == set(VARIANTS[variant].flags)
