@@ -123,6 +123,16 @@ MEDIAN_KEYS = ("distinct_per_second", "generated_per_second", "bytes_per_state",
                "peak_rss_mb")
 
 
+def write_json(path: str, doc: dict) -> None:
+    """Write a benchmark's JSON document (its directory created if need be)."""
+    out_dir = os.path.dirname(path)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2)
+        fh.write("\n")
+
+
 def git_commit() -> str:
     """The checked-out commit (short), recorded beside the figures it produced."""
     try:
@@ -248,12 +258,7 @@ def compare(args) -> int:
            "current": {"commit": git_commit(), "options": sides["current"][1]},
            "runs_per_side": args.runs, "machine": machine_info(), "targets": results,
            "notes": notes}
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-        fh.write("\n")
+    write_json(args.out, doc)
     head = (f"{'configuration':<14} {'distinct':>11} {'base /CPU s':>12} {'cur /CPU s':>11} "
             f"{'ratio':>6} {'base wall s':>12} {'cur wall s':>11} {'ratio':>6}")
     print(head)
@@ -360,12 +365,7 @@ def main(argv=None) -> int:
         "runs_per_target": runs, "isolated_processes": not args.in_process,
         "machine": machine_info(), "targets": results, "notes": notes,
     }
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-        fh.write("\n")
+    write_json(args.out, doc)
     print(table(results))
     for note in notes:
         print(f"note: {note}")

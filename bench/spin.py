@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from bench.explore import TWOPHASE_COUNTS, git_commit, machine_info
+from bench.explore import TWOPHASE_COUNTS, git_commit, machine_info, write_json
 
 # pan is compiled for an exhaustive safety search: no never claim or acceptance cycles
 # (-DSAFETY), no partial-order reduction (-DNOREDUCE: irrelevant with one process, stated for
@@ -331,12 +331,7 @@ def main(argv=None) -> int:
                                     "(RUSAGE_SELF + RUSAGE_CHILDREN); imports and spec "
                                     "construction excluded (process_cpu_seconds includes them)"},
            **result}
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-        fh.write("\n")
+    write_json(args.out, doc)
     m = doc["median"]
     head = f"{'TwoPhase-' + str(args.n):<14} {'states':>11} {'CPU s':>8} {'wall s':>8} {'MB':>7}"
     print(head)

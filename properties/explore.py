@@ -76,7 +76,7 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from model.step import Step
-from properties.spec import seen_on_step, witness_scopes
+from properties.spec import note_step_witnesses, witness_scopes
 
 __all__ = ["ExploreResult", "ReplayError", "explore", "replay", "write_dot", "write_graphml",
            "GRAPH_LIMIT"]
@@ -365,13 +365,7 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                 if edges is not None:
                     edges.append((here, f, st))
                 if wanted:
-                    ws = [w for w in wanted if seen_on_step(scopes[w], st.action)]
-                    hits = witnesses_hit(state, st, s, ws) if ws else None
-                    if hits:
-                        for w in hits:
-                            if w in wanted:
-                                wanted.remove(w)
-                                reached.add(w)
+                    note_step_witnesses(witnesses_hit, scopes, wanted, reached, state, st, s)
             if rec is not None:
                 rec.offsets.append(len(rec.succ_fps))
         if tick is not None:
@@ -630,17 +624,22 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
         visited_bytes=visited_bytes)
     if graph:
         result.graph = _build_graph(nodes, edges, describe)
-    if rec is not None and complete:
-        _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry)
-        result.seconds = time.perf_counter() - t0
-    if keep_fingerprints:
-        every = array("Q")
-        for level in fp_levels:
-            every.extend(level)
-        result.fingerprints = array("Q", sorted(every))
+    _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0)
     if progress is not None:
         report(True)
     return result
+
+
+def _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0) -> None:
+    """The whole-graph checks of a complete exploration, and the stored fingerprints."""
+    if rec is not None and result.complete:
+        _graph_checks(spec, result, rec, init, visited.fp_levels, visited.par_levels, symmetry)
+        result.seconds = time.perf_counter() - t0
+    if keep_fingerprints:
+        every = array("Q")
+        for level in visited.fp_levels:
+            every.extend(level)
+        result.fingerprints = array("Q", sorted(every))
 
 
 def _rebuild_trace(spec, init, fp_levels, par_levels, vdepth, vidx, symmetry):

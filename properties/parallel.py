@@ -33,9 +33,8 @@ import pickle
 import time
 from array import array
 
-from properties.explore import (ExploreResult, Visited, _fmt, _graph_checks, _rebuild_trace,
-                                _MASK)
-from properties.spec import seen_on_step, witness_scopes
+from properties.explore import (ExploreResult, Visited, _finish, _fmt, _rebuild_trace, _MASK)
+from properties.spec import note_step_witnesses, witness_scopes
 
 __all__ = ["explore_parallel", "default_workers"]
 
@@ -77,7 +76,7 @@ class _Worker:
         successors, violation = spec.successors, spec.violation
         witnesses_hit = spec.witnesses_hit
         wanted = list(wanted)
-        reached: list = []
+        reached: set = set()
         acount: dict = {}
         violations: list = []
         cand: dict = {}
@@ -113,12 +112,7 @@ class _Worker:
                     cand[f] = s
                     keys[f] = base + j
                 if wanted:
-                    ws = [w for w in wanted if seen_on_step(scopes[w], a)]
-                    hits = witnesses_hit(state, st, s, ws) if ws else None
-                    for w in hits or ():
-                        if w in wanted:
-                            wanted.remove(w)
-                            reached.append(w)
+                    note_step_witnesses(witnesses_hit, scopes, wanted, reached, state, st, s)
         if emit:
             self.cand = cand
         out = {"acount": acount, "reached": reached, "violations": violations,
@@ -462,14 +456,7 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
         bytes_per_state=visited_bytes / distinct if distinct else 0.0,
         peak_frontier=peak, symmetry=symmetry, violations_seen=tuple(violations_seen),
         stop_reason=stop_reason, visited_bytes=visited_bytes)
-    if rec is not None and complete:
-        _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry)
-        result.seconds = time.perf_counter() - t0
-    if keep_fingerprints:
-        every = array("Q")
-        for level in fp_levels:
-            every.extend(level)
-        result.fingerprints = array("Q", sorted(every))
+    _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0)
     if progress is not None:
         say(len(fp_levels) - 1, final=True)
     return result

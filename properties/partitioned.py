@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from model.step import Step
-from properties.spec import seen_on_step, witness_scopes
+from properties.spec import note_step_witnesses, witness_scopes
 
 __all__ = ["Part", "LevelStats", "owner", "initial_parts", "expand", "merge", "recount",
            "new_keys", "cut", "lookup", "expand_records", "merge_records", "LevelArgs", "run_bfs",
@@ -243,13 +243,7 @@ def expand(part: Part, spec, partitions: int, *, symmetry: bool, wanted=(),
                 if f != here and f not in local:
                     local[f] = (f, here, j, s)
             if left:
-                ws = [w for w in left if seen_on_step(scopes[w], st.action)]
-                hits = witnesses_hit(state, st, s, ws) if ws else None
-                if hits:
-                    for w in hits:
-                        if w in left:
-                            left.remove(w)
-                            reached.add(w)
+                note_step_witnesses(witnesses_hit, scopes, left, reached, state, st, s)
     groups: list[list] = [[] for _ in range(partitions)]
     for f, c in local.items():
         groups[owner(f, partitions)].append(c)

@@ -65,3 +65,15 @@ def witness_scopes(spec) -> dict:
 def seen_on_step(scope, action: str) -> bool:
     """Whether a witness of ``scope`` (``witness_scopes``) can be seen on a step of ``action``."""
     return scope is None or (bool(scope) and action in scope)
+
+
+def note_step_witnesses(witnesses_hit, scopes: dict, wanted: list, reached: set, prev, st,
+                        nxt) -> None:
+    """Check the still ``wanted`` witnesses that can be seen on ``st`` (``witness_scopes``) on
+    the transition prev --st--> nxt; move those seen from ``wanted`` to ``reached``."""
+    ws = [w for w in wanted if seen_on_step(scopes[w], st.action)]
+    if ws:
+        for w in witnesses_hit(prev, st, nxt, ws) or ():
+            if w in wanted:
+                wanted.remove(w)
+                reached.add(w)
