@@ -55,6 +55,19 @@ CANNOT_SHOW = {
 }
 
 
+# variants whose flag is read on the configuration but that its bounds do not let show: the
+# whole space explored (with the whole-graph checks) and no violation, measured 2026-11-27.
+# They are reported as xfail without running; after a change to the configuration or the model,
+# run them without this list to see whether one shows.
+NOT_CAUGHT = {
+    "kraft-medium": {
+        "forward-without-deadline": "max_time 1: no request outlives its retry timeout",
+        "registration-pending-stuck": "every controller starts registered",
+        "registration-no-recheck-after-success": "every controller starts registered",
+    },
+}
+
+
 def test_the_medium_tier_is_pinned():
     assert set(MEDIUM) == set(PINNED) == set(CANNOT_SHOW)
 
@@ -80,6 +93,8 @@ def _variants_of_mode(name):
 def test_medium_configuration_catches_the_variants_that_can_show(name, variant):
     if variant in CANNOT_SHOW[name]:
         pytest.skip(f"{variant} cannot show on {name}: {CANNOT_SHOW[name][variant]}")
+    if variant in NOT_CAUGHT.get(name, {}):
+        pytest.xfail(f"{variant} not caught on {name}: {NOT_CAUGHT[name][variant]}")
     spec = KafkaSpec.named(name, variant)
     r = explore(spec, workers=default_workers(), max_states=2 * PINNED[name])
     caught = r.violation or r.graph_violation
