@@ -70,6 +70,7 @@ class _Worker:
         self.fps = array("Q")       # their fingerprints
         self.states: list = []
         self.cand: dict = {}        # fingerprint -> state, of the last expansion
+        self._pending = (array("Q"), array("Q"), [])    # kept by ``keep``, ordered by ``take``
 
     def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True):
         spec, fp, scopes = self.spec, self.fp, self.scopes
@@ -143,7 +144,7 @@ class _Worker:
         """Add the states passed on to it (``[(index array, fingerprint array, pickled)]``),
         order its share by index; return the state-predicate witnesses seen on it."""
         idx, fps, states = self._pending
-        self._pending = None
+        self._pending = (array("Q"), array("Q"), [])
         idx, fps = list(idx), list(fps)
         for r_idx, r_fps, blob in received:
             idx += r_idx
@@ -339,7 +340,6 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
         per = [[] for _ in range(workers)]
         for pos, f in enumerate(order):
             per[pos % workers].append((pos, f, init[first[f]]))
-        pool.call("keep", [((array("Q"), array("Q")), ()) for _ in range(workers)])
         answers = pool.call("take", [
             ([(array("Q", [p for p, _, _ in mine]), array("Q", [f for _, f, _ in mine]),
                pickle.dumps([s for _, _, s in mine], pickle.HIGHEST_PROTOCOL))] if mine else [],
