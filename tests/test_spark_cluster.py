@@ -402,3 +402,28 @@ def test_campaign_on_a_standalone_cluster_equals_local_mode(cluster, tmp_path):
     assert _most_at_once([(s, e) for _, _, s, e in on_cluster.values()]) > 2
     meta = json.loads((tmp_path / "on-cluster" / "campaign.json").read_text())
     assert meta["runs"][-1]["engine"] == "spark" and meta["runs"][-1]["master"] == cluster.url
+
+
+def test_executors_caps_a_standalone_application(cluster, tmp_path):
+    """``--executors 1`` on a standalone master: one one-core executor on one worker (the master
+    ignores spark.executor.instances), so one shard at a time, the same records as the run on
+    the whole cluster would give; and the driver's Spark directory is gone after it."""
+    spec = tmp_path / "cluster.toml"
+    spec.write_text(_CAMPAIGN)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    before = cluster.applications()
+    [(code, out, err)] = _kipcheck(
+        tmp_path,
+        (["campaign", str(spec), "--master", cluster.url, "--executors", "1", "--quiet",
+          "--json", "--out", str(tmp_path / "one")],
+         {"SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(tmp)}))
+    assert code == 0, err
+    new = {app: workers for app, workers in cluster.applications().items() if app not in before}
+    assert len(new) == 1 and [len(w) for w in new.values()] == [1], cluster.applications()
+    summary = json.loads(out)
+    assert summary["ok"] and summary["done"] == 8, summary
+    assert summary["variants_found"] == {"envelope-any-listener": ["P4"]}, summary
+    records = _records(tmp_path / "one")
+    assert _most_at_once([(s, e) for _, _, s, e in records.values()]) == 1
+    assert not list(tmp.glob("kipcheck-spark-*")), list(tmp.iterdir())

@@ -41,6 +41,7 @@ fit one machine.
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import os
@@ -181,6 +182,9 @@ def spark_session(master: str | None = None, executors: int | None = None,
     if str(PROJECT_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in paths if p])
     tmp = Path(tempfile.mkdtemp(prefix="kipcheck-spark-"))
+    # Spark leaves its local directory behind; the JVM may write into it until the driver's
+    # process ends, so it goes then
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     (tmp / "log4j2.properties").write_text(_LOG4J2)
     (tmp / "hypothesis").mkdir()
     b = (SparkSession.builder.master(master).appName(app_name)
@@ -201,6 +205,10 @@ def spark_session(master: str | None = None, executors: int | None = None,
     if local:       # a cluster's executors must reach the driver: Spark's own address there
         b = (b.config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.host", "127.0.0.1"))
+    elif executors and master.startswith("spark://"):
+        # a standalone master ignores spark.executor.instances and takes every free core:
+        # N executors there are N one-core executors, at most N cores in all
+        b = b.config("spark.executor.cores", "1").config("spark.cores.max", str(executors))
     elif executors:
         b = b.config("spark.executor.instances", str(executors))
     from kipcheck.campaign.shard import KILL_ENV, RAISE_ENV
