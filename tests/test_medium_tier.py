@@ -64,6 +64,17 @@ NOT_CAUGHT = {
         "forward-without-deadline": "max_time 1: no request outlives its retry timeout",
         "registration-pending-stuck": "every controller starts registered",
         "registration-no-recheck-after-success": "every controller starts registered",
+        "registration-without-deadline": "every controller starts registered: only a restarted "
+                                         "controller registers, and with max_time 1 its "
+                                         "request never outlives its retry timeout",
+        "describe-controllers-from-voters": "every controller is registered from the start, "
+                                            "with its configured endpoints: the voters and the "
+                                            "registrations agree",
+        "registration-bumps-same-incarnation": "no controller registers the incarnation it has "
+                                               "registered: they start registered, and a restart "
+                                               "registers a new incarnation",
+        "registers-unresolved-endpoints": "every controller's listeners are configured in full: "
+                                          "nothing to resolve",
     },
 }
 
