@@ -161,6 +161,33 @@ def test_fast_replace_matches_dataclasses_replace():
         fast_replace(node, _hash=1)
 
 
+def test_record_hash_is_the_hash_of_its_field_values():
+    """A record's cached hash is taken from its attribute dict's values: they must be its
+    fields in field order, however the record was made (its constructor, ``replace``, a
+    pickle round trip), so the hash is that of the tuple of its fields."""
+    import pickle
+
+    from model.state import Node, Quorum, State, Zk
+    seen = 0
+    for name in TINY:
+        cfg = CONFIGS[name]
+        frontier = [model_next.initial_state(cfg)]
+        for _ in range(40):
+            if not frontier:
+                break
+            s = frontier.pop(0)
+            for t in (s, pickle.loads(pickle.dumps(s))):
+                for rec in (t, t.zk, t.quorum) + t.nodes:
+                    cls = type(rec)
+                    assert cls in (Node, Quorum, State, Zk)
+                    assert list(rec.__dict__)[:len(cls.__dataclass_fields__)] == \
+                        list(cls.__dataclass_fields__)
+                    assert hash(rec) == hash(cls._field_values(rec))
+                    seen += 1
+            frontier.extend(t for _, t in model_next.successors(s, cfg, Design()))
+    assert seen > 1000
+
+
 def test_each_kind_names_its_own_fields_in_the_same_positions():
     """Every kind of message, record and channel item is its own record with its own field
     names, in the positions every kind of its family shares: ``message``/``record``/``item``
