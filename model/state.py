@@ -526,7 +526,24 @@ class State(NamedTuple):
     updates_left: int = 0           # dynamic listener updates (ZooKeeper broker registration)
 
 
+def _replace(self, **changes):
+    """A NamedTuple's ``_replace`` (a new record with ``changes``; ValueError for a name that is
+    not a field), built in one pass: the standard one pops every field name from the
+    changes, and the model's steps replace a field or two of a record many times per state."""
+    values = list(self)
+    index = self._index
+    try:
+        for name, value in changes.items():
+            values[index[name]] = value
+    except KeyError:
+        raise ValueError(f"Got unexpected field names: "
+                         f"{[name for name in changes if name not in index]!r}") from None
+    return _tuple_new(self.__class__, values)
+
+
 # The records are NamedTuples: built by one tuple allocation, hashed and compared in C (a state
 # hashes as the nested tuple of its values, so its fingerprint is that of its field values)
-for _record in (Node, Zk, Quorum, State):
+for _record in (Node, Zk, Quorum, State, Channel, Reply, Write, Event, Response, Client,
+                *ITEM_TYPES.values(), *MSG_TYPES.values(), *RECORD_TYPES.values()):
     _record._index = {name: i for i, name in enumerate(_record._fields)}
+    _record._replace = _replace
