@@ -34,11 +34,11 @@ def to_itf_value(v):
 def to_itf(result: ReplayResult) -> dict:
     trace = result.trace
     first = result.states[0]
-    var_names = [f.name for f in dataclasses.fields(first)] + ["action"]
+    var_names = list(first._fields) + ["action"]
     states = []
     for i, s in enumerate(result.states):
         obj = {"#meta": {"index": i}}
-        obj.update({f.name: to_itf_value(getattr(s, f.name)) for f in dataclasses.fields(s)})
+        obj.update({name: to_itf_value(getattr(s, name)) for name in s._fields})
         obj["action"] = "init" if i == 0 else str(trace.steps[i - 1])
         states.append(obj)
     return {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",

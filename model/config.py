@@ -213,9 +213,18 @@ class ModelConfig:
         return any(lst.needs_resolving for lst in self.nodes[node].listeners)
 
     def brokers(self) -> tuple:
-        return tuple(i for i, n in enumerate(self.nodes) if n.role == BROKER)
+        return self._brokers
 
     def controllers(self) -> tuple:
+        return self._controllers
+
+    # computed once: the actions and the clauses ask for them for every state
+    @cached_property
+    def _brokers(self) -> tuple:
+        return tuple(i for i, n in enumerate(self.nodes) if n.role == BROKER)
+
+    @cached_property
+    def _controllers(self) -> tuple:
         return tuple(i for i, n in enumerate(self.nodes) if n.role == CONTROLLER)
 
     def allows(self, principal: str, operation: str) -> bool:

@@ -229,12 +229,26 @@ def _plan_of(cfg: ModelConfig) -> tuple:
     return tuple(plan)
 
 
+def _steps_plan(cfg: ModelConfig) -> tuple:
+    """``_plan(cfg)`` for ``successors``: per action (name, function, argument kind, message
+    kinds, ((argument, its Step), ...)), the Steps of the node, client and no-argument
+    actions built once (a Step is an immutable value; a message step names its message, so
+    it is built per message)."""
+    plan = cfg.__dict__.get("_next_steps_plan")
+    if plan is None:
+        plan = cfg.__dict__["_next_steps_plan"] = tuple(
+            (name, fn, kind, msg_kinds,
+             Step(name, ()) if kind == NONE_ARG else tuple((a, Step(name, (a,))) for a in args))
+            for name, fn, kind, msg_kinds, args in _plan(cfg))
+    return plan
+
+
 def successors(s: State, cfg: ModelConfig, d: Design) -> list:
     """Every enabled (Step, successor) pair, in the fixed Next order."""
     out = []
     append = out.append
     msgs = sorted(s.network) if s.network else ()
-    for name, fn, kind, msg_kinds, args in _plan(cfg):
+    for name, fn, kind, msg_kinds, steps in _steps_plan(cfg):
         if kind == MSG_ARG:
             for m in msgs:
                 if m.kind in msg_kinds:
@@ -244,12 +258,12 @@ def successors(s: State, cfg: ModelConfig, d: Design) -> list:
         elif kind == NONE_ARG:
             t = fn(s, cfg, d)
             if t is not None:
-                append((Step(name, ()), t))
+                append((steps, t))
         else:
-            for a in args:
+            for a, st in steps:
                 t = fn(s, cfg, d, a)
                 if t is not None:
-                    append((Step(name, (a,)), t))
+                    append((st, t))
     return out
 
 

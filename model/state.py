@@ -1,50 +1,34 @@
-"""The state: one frozen, hashable record of tuples, frozensets and small records.
+"""The state: one immutable, hashable record of tuples, frozensets and small records.
 
-Only ints, bools, tuples, frozensets and NamedTuples/frozen dataclasses of those appear, so
-``hash(state)`` is the same in every process and serves as the 64-bit fingerprint.  There is
-no ``None`` anywhere: CPython 3.11 hashes ``None`` by its address, which changes per process.
+Only ints, bools, tuples, frozensets and NamedTuples of those appear, so ``hash(state)`` is
+the same in every process and serves as the 64-bit fingerprint.  There is no ``None``
+anywhere: CPython 3.11 hashes ``None`` by its address, which changes per process.
 ``NO_NODE`` (-1) stands for "no node" and ``NO_TIME`` for "no timer"; an empty tuple ``()``
 for "no item".
 Nodes, clients and listener names are indices into the ``ModelConfig``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from operator import attrgetter
 from typing import NamedTuple
 
-
-_new = object.__new__
-_set = object.__setattr__
+_tuple_new = tuple.__new__
 
 
 def replace(obj, **changes):
-    """``dataclasses.replace`` for the model's frozen records, without re-running
-    ``__init__``: the records have no ``__post_init__`` and no validation, so the result is
-    the same (``tests/test_model.py`` checks it), about ten times faster -- and state updates
-    are the explorer's hottest path.  The new record gets a copy of the old one's attribute
-    dict (copying a dict and installing it costs less than filling a new instance's own)."""
-    d = obj.__dict__.copy()
-    if not changes.keys() <= d.keys() or "_hash" in changes:
-        bad = next(k for k in changes if k not in d or k == "_hash")
-        raise TypeError(f"{obj.__class__.__name__} has no field {bad!r}")
-    d.update(changes)
-    if "_hash" in d:
-        del d["_hash"]
-    new = _new(obj.__class__)
-    _set(new, "__dict__", d)
-    return new
+    """``obj`` with ``changes`` to its fields, for the state records ``Node``, ``Zk``,
+    ``Quorum`` and ``State`` (``_replace`` of a NamedTuple, without its per-field ``pop``:
+    state updates are the explorer's hottest path).  An unknown field raises TypeError, as
+    ``dataclasses.replace`` does."""
+    values = list(obj)
+    index = obj._index
+    try:
+        for name, value in changes.items():
+            values[index[name]] = value
+    except KeyError:
+        bad = next(name for name in changes if name not in index)
+        raise TypeError(f"{obj.__class__.__name__} has no field {bad!r}") from None
+    return _tuple_new(obj.__class__, values)
 
-
-def _cached_hash(self):
-    """Frozen records hash their fields once and keep the value: successors share most
-    sub-records with their parent, so fingerprints mostly reuse cached hashes.  Equality is
-    the dataclass's (fields only); the cache is not a field."""
-    d = self.__dict__
-    h = d.get("_hash")
-    if h is None:
-        h = d["_hash"] = hash(self._field_values(self))
-    return h
 
 NO_NODE = -1
 NO_TIME = -1
@@ -460,8 +444,7 @@ class Client(NamedTuple):
     responses: tuple = ()       # tuple[Response]; L1: never more than one
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
     alive: bool = True
     incarnation: int = 0        # rank of this process run; a restart draws a fresh one
     # ZooKeeper client and ZK controller (Z-1..Z-3)
@@ -507,8 +490,7 @@ class Node:
     config_writes: tuple = ()
 
 
-@dataclass(frozen=True)
-class Zk:
+class Zk(NamedTuple):
     controller: int = NO_NODE       # ephemeral /controller owner
     epoch: int = 0                  # /controller_epoch data
     epoch_version: int = 0          # /controller_epoch zkVersion
@@ -521,16 +503,14 @@ class Zk:
     broker_ids: tuple = ()
 
 
-@dataclass(frozen=True)
-class Quorum:
+class Quorum(NamedTuple):
     leader: int = NO_NODE
     epoch: int = 0
     log: tuple = ()                 # committed tuple[Record]
     uncommitted: tuple = ()         # tuple[(Record, Reply | ())] appended by the leader
 
 
-@dataclass(frozen=True)
-class State:
+class State(NamedTuple):
     now: int
     nodes: tuple                    # tuple[Node]
     clients: tuple                  # tuple[Client]
@@ -546,6 +526,24 @@ class State:
     updates_left: int = 0           # dynamic listener updates (ZooKeeper broker registration)
 
 
-for _record in (Node, Zk, Quorum, State):
-    _record.__hash__ = _cached_hash      # dataclass(frozen=True) installs its own; replace it
-    _record._field_values = staticmethod(attrgetter(*_record.__dataclass_fields__))
+def _replace(self, **changes):
+    """A NamedTuple's ``_replace`` (a new record with ``changes``; ValueError for a name that is
+    not a field), built in one pass: the standard one pops every field name from the
+    changes, and the model's steps replace a field or two of a record many times per state."""
+    values = list(self)
+    index = self._index
+    try:
+        for name, value in changes.items():
+            values[index[name]] = value
+    except KeyError:
+        raise ValueError(f"Got unexpected field names: "
+                         f"{[name for name in changes if name not in index]!r}") from None
+    return _tuple_new(self.__class__, values)
+
+
+# The records are NamedTuples: built by one tuple allocation, hashed and compared in C (a state
+# hashes as the nested tuple of its values, so its fingerprint is that of its field values)
+for _record in (Node, Zk, Quorum, State, Channel, Reply, Write, Event, Response, Client,
+                *ITEM_TYPES.values(), *MSG_TYPES.values(), *RECORD_TYPES.values()):
+    _record._index = {name: i for i, name in enumerate(_record._fields)}
+    _record._replace = _replace

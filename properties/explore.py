@@ -76,7 +76,7 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from model.step import Step
-from properties.spec import note_step_witnesses, witness_scopes
+from properties.spec import note_step_witnesses, progress_edges_of, witness_scopes
 
 __all__ = ["ExploreResult", "ReplayError", "explore", "replay", "write_dot", "write_graphml",
            "GRAPH_LIMIT"]
@@ -296,7 +296,7 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
     each state's status (``settled`` here is ``graphcheck.status_of(spec)``: OPEN, SETTLED or
     DEADLOCKED) and the fingerprints of all its successors; for PROGRESS (``rec.marks``), the
     state's goal marks and each transition's class (``rec_fns``: the spec's
-    ``progress_marks`` and ``progress_edge``)."""
+    ``progress_marks`` and ``spec.progress_edges_of(spec)``)."""
     nxt: dict = {}
     npar: dict = {}
     M = _MASK
@@ -317,7 +317,7 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
             bits.append(settled(state, succ))
             if marks is not None:
                 marks.append(marks_of(state))
-                edges_of.extend([edge_class(state, st) for st, _ in succ])
+                edges_of.extend(edge_class(state, succ))
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -352,7 +352,7 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                 rec.status.append(settled(state, succ))
                 if rec.marks is not None:
                     rec.marks.append(rec_fns[0](state))
-                    rec.edge.extend([rec_fns[1](state, st) for st, _ in succ])
+                    rec.edge.extend(rec_fns[1](state, succ))
             here = cur_fps[idx]
             for st, s in succ:
                 acount[st.action] += 1
@@ -453,7 +453,7 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
         # ``progress_strict()`` turn on PROGRESS
         marks_of = getattr(spec, "progress_marks", None)
         if marks_of is not None:
-            rec_fns = (marks_of, spec.progress_edge)
+            rec_fns = (marks_of, progress_edges_of(spec))
         rec = GraphRecorder(progress=rec_fns is not None)
         if rec_fns is not None:
             rec.strict = tuple(spec.progress_strict())

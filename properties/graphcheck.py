@@ -103,7 +103,13 @@ def status_of(spec):
     """The function (state, succ) -> OPEN | SETTLED | DEADLOCKED for ``spec``: SETTLED if
     ``spec.settled``; else DEADLOCKED if the state has no successor at all (TLC's deadlock) or
     the spec's optional ``deadlocked(state, succ)`` says so; else OPEN.  (Going through
-    ``settled`` first keeps a subclass that wraps ``settled`` in charge of it.)"""
+    ``settled`` first keeps a subclass that wraps ``settled`` in charge of it.)  A spec whose
+    ``status_function()`` returns a function gives the status by it directly: the one these
+    rules give, computed once."""
+    direct = getattr(spec, "status_function", None)
+    direct = direct() if direct is not None else None
+    if direct is not None:
+        return direct           # the spec computes the status itself, once (KafkaSpec)
     settled = spec.settled
     deadlocked = getattr(spec, "deadlocked", None)
 

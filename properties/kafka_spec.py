@@ -128,6 +128,15 @@ class KafkaSpec:
                 return OPEN
         return DEADLOCKED if outstanding(state, cfg, self.design) else SETTLED
 
+    def status_function(self):
+        """``graph_status``, for ``graphcheck.status_of``, where ``settled`` and ``deadlocked``
+        are this class's (both read ``graph_status``, so the status they give is it); None
+        where a subclass has its own (``status_of`` then asks them)."""
+        cls = type(self)
+        if cls.settled is KafkaSpec.settled and cls.deadlocked is KafkaSpec.deadlocked:
+            return self.graph_status
+        return None
+
     def settled(self, state, succ) -> bool:
         """Settled for SETTLE: cut by the time bound, or quiescent with nothing outstanding.
         A deadlocked state is not settled (``graph_status``)."""
@@ -145,6 +154,14 @@ class KafkaSpec:
     def progress_edge(self, state, st) -> int:
         """A transition's class for PROGRESS: ordinary, a fault or a timeout."""
         return progress.edge(state, self.cfg, st)
+
+    def progress_edges(self, state, succ) -> list:
+        """``progress_edge`` of each of the transitions ``succ`` (the explorer asks for all of a
+        state's at once: ``progress.edges``), or of this class's subclass's own
+        ``progress_edge``."""
+        if type(self).progress_edge is not KafkaSpec.progress_edge:
+            return [self.progress_edge(state, st) for st, _ in succ]
+        return progress.edges(state, self.cfg, succ)
 
     def progress_strict(self) -> tuple:
         return progress.strict(self.cfg)
@@ -180,8 +197,9 @@ class KafkaSpec:
     def canonical(self, state):
         return canonical(state, self.cfg)
 
-    def fingerprint(self, state) -> int:
-        return hash(state)
+    # the fingerprint is hash(state) (model/state.py): the builtin itself, so that the explorer
+    # calls no Python function for it, once per transition
+    fingerprint = staticmethod(hash)
 
 
 def small_config_names():

@@ -34,7 +34,7 @@ import time
 from array import array
 
 from properties.explore import (ExploreResult, Visited, _finish, _fmt, _rebuild_trace, _MASK)
-from properties.spec import note_step_witnesses, witness_scopes
+from properties.spec import note_step_witnesses, progress_edges_of, witness_scopes
 
 __all__ = ["explore_parallel", "default_workers"]
 
@@ -86,7 +86,7 @@ class _Worker:
         status, counts, succ_fps = bytearray(), array("I"), array("Q")
         marks, edges = array("Q"), bytearray()
         if record and self.progress_rec:
-            marks_of, edge_class = spec.progress_marks, spec.progress_edge
+            marks_of, edge_class = spec.progress_marks, progress_edges_of(spec)
         for idx, here, state in zip(self.idx, self.fps, self.states):
             if below is not None and idx >= below:
                 break
@@ -101,7 +101,7 @@ class _Worker:
                 counts.append(len(succ))
                 if self.progress_rec:
                     marks.append(marks_of(state))
-                    edges.extend([edge_class(state, st) for st, _ in succ])
+                    edges.extend(edge_class(state, succ))
             base = idx * _KEY
             for j, (st, s) in enumerate(succ):
                 a = st.action

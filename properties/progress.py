@@ -39,7 +39,7 @@ from model.state import (FORWARD, NO_NODE, NO_TIME, REGISTRATION, REGISTRATION_R
                          REGISTRATION_RESPONSE, REPLY_REGISTRATION, State)
 
 __all__ = ["ORDINARY", "FAULT", "TIMEOUT", "healthy", "owed", "answered", "registration_owed",
-           "registration_done", "goals", "marks", "strict", "edge", "describe_goal"]
+           "registration_done", "goals", "marks", "strict", "edge", "edges", "describe_goal"]
 
 ORDINARY, FAULT, TIMEOUT = 0, 1, 2      # edge classes (one byte per transition)
 
@@ -178,6 +178,14 @@ def edge(s: State, cfg: ModelConfig, st) -> int:
     if model_next.is_fault(s, cfg, st):
         return FAULT
     return TIMEOUT if st.action == "channel_times_out_request" else ORDINARY
+
+
+def edges(s: State, cfg: ModelConfig, succ) -> list:
+    """``[edge(s, cfg, st) for st, _ in succ]``, with ``edge`` written out in the loop."""
+    is_fault = model_next.is_fault
+    return [FAULT if is_fault(s, cfg, st) else
+            TIMEOUT if st.action == "channel_times_out_request" else ORDINARY
+            for st, _ in succ]
 
 
 def describe_goal(cfg: ModelConfig, goal: int) -> str:

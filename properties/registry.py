@@ -36,6 +36,11 @@ class Clause(NamedTuple):
     name: str
     kind: str                   # ALWAYS | QUIESCENT
     holds: Callable             # (state, cfg, design) -> bool
+    # (cfg) -> bool, or None (always): False when the clause holds in every state of the
+    # configuration, decided from the configuration alone -- the clause's own first test is
+    # ``if not applies(cfg): return True``, so ``first_violation`` leaves it out for that
+    # configuration with the same outcome (tests/test_clauses.py checks the pairing)
+    applies: Callable | None = None
 
     @property
     def doc(self) -> str:
@@ -48,6 +53,124 @@ class Property(NamedTuple):
     statement: str
     source: str
     clauses: tuple
+
+
+def _per_config(fn):
+    """``fn(cfg)``, computed once per configuration and kept on it (a configuration is frozen;
+    the clauses ask for these facts for every state)."""
+    key = "_registry" + fn.__name__
+
+    def get(cfg):
+        value = cfg.__dict__.get(key)
+        if value is None:
+            value = cfg.__dict__[key] = fn(cfg)
+        return value
+    get.__name__, get.__qualname__, get.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return get
+
+
+# What a clause's outcome depends on in a configuration, decided from the configuration alone.
+
+@_per_config
+def _zk_mode(cfg: ModelConfig) -> bool:
+    return cfg.mode == ZK
+
+
+@_per_config
+def _kraft_mode(cfg: ModelConfig) -> bool:
+    return cfg.mode == KRAFT
+
+
+@_per_config
+def _kraft_registration(cfg: ModelConfig) -> bool:
+    """KIP-919 controller registration runs (KRaft)."""
+    return bool(cfg.registration) and cfg.mode == KRAFT
+
+
+@_per_config
+def _broker_registration(cfg: ModelConfig) -> bool:
+    return bool(cfg.broker_registration)
+
+
+@_per_config
+def _zk_broker_registration(cfg: ModelConfig) -> bool:
+    return bool(cfg.zk_broker_registration)
+
+
+@_per_config
+def _brokers_list_themselves(cfg: ModelConfig) -> bool:
+    """No broker registration of either kind: a broker's own DescribeCluster answer lists it."""
+    return not (cfg.broker_registration or cfg.zk_broker_registration)
+
+
+@_per_config
+def _has_topic_policy(cfg: ModelConfig) -> bool:
+    return bool(cfg.create_topic_policy)
+
+
+@_per_config
+def _describers_without_alter(cfg: ModelConfig) -> tuple:
+    """The clients that send DescribeCluster to a controller as a principal without ALTER on
+    the cluster."""
+    return tuple(c for c, spec in enumerate(cfg.clients)
+                 if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == CONTROLLER
+                 and not cfg.allows(spec.principal, kafka.ALTER_CLUSTER))
+
+
+@_per_config
+def _kraft_describers(cfg: ModelConfig) -> tuple:
+    """(client, role of the node it asks, listener index) for every DescribeCluster client of
+    a KRaft configuration whose node answers from registrations: a controller, or a broker
+    where brokers register."""
+    out = []
+    for c, spec in enumerate(cfg.clients):
+        role = cfg.nodes[spec.node].role
+        if spec.kind != DESCRIBE or cfg.mode != KRAFT or (
+                role == BROKER and not cfg.broker_registration):
+            continue
+        out.append((c, role, cfg.listener_index(spec.listener)))
+    return tuple(out)
+
+
+@_per_config
+def _mutating_clients(cfg: ModelConfig) -> tuple:
+    """The clients whose request is a mutation: a client's own, or its own EnvelopeRequest."""
+    return tuple(c for c, spec in enumerate(cfg.clients)
+                 if spec.kind in (MUTATION, FORGED_ENVELOPE))
+
+
+@_per_config
+def _forged_clients(cfg: ModelConfig) -> frozenset:
+    return frozenset(c for c, spec in enumerate(cfg.clients) if spec.kind == FORGED_ENVELOPE)
+
+
+@_per_config
+def _refused_metadata_clients(cfg: ModelConfig) -> tuple:
+    """The Metadata clients whose topic the create-topic policy refuses."""
+    return tuple(c for c, spec in enumerate(cfg.clients)
+                 if spec.kind == METADATA and spec.topic_name in cfg.create_topic_policy)
+
+
+@_per_config
+def _authorizations(cfg: ModelConfig) -> dict:
+    """Client -> its principal is allowed its mutation's operation, filled as asked."""
+    return {}
+
+
+def _client_authorized(cfg: ModelConfig, c: int) -> bool:
+    known = _authorizations(cfg)
+    ok = known.get(c)
+    if ok is None:
+        spec = cfg.clients[c]
+        ok = known[c] = cfg.allows(spec.principal, kafka.API_OPERATION[spec.mutation_api])
+    return ok
+
+
+def _appended_tuple(q) -> tuple:
+    """``_appended_records(q)`` as a tuple (most states have nothing uncommitted)."""
+    if not q.uncommitted:
+        return q.log
+    return q.log + tuple([rec for rec, _ in q.uncommitted])
 
 
 # ------------------------------------------------------------------------------------------
@@ -64,7 +187,12 @@ def zk_writes_carry_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool
     handling ZK mutation requests by themselves"; Z-2: every controller write is a multi with
     CheckOp(/controller_epoch, zkVersion at election), so a deposed controller's write fails
     (KAFKA-6082)."""
-    return all(w.writer_epoch == w.zk_epoch for w in s.zk.writes if not w.routed_locally)
+
+    for w in s.zk.writes:
+        if w.writer_epoch != w.zk_epoch and not w.routed_locally:
+            return False
+    return True
+
 
 
 def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -76,8 +204,14 @@ def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bo
     Z-1: the elected broker creates /controller and bumps /controller_epoch with a CAS on
     its zkVersion, in one multi-op; KIP-590: "make the controller as the single writer"
     (one controller per epoch is what lets every other node fence a deposed one)."""
-    return all(epoch_holder(s.zk, node.zk_epoch) == n
-               for n, node in enumerate(s.nodes) if node.alive and node.zk_active)
+
+    n = 0
+    for node in s.nodes:
+        if node.alive and node.zk_active and epoch_holder(s.zk, node.zk_epoch) != n:
+            return False
+        n += 1
+    return True
+
 
 
 def zk_writes_by_epoch_holder(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -90,7 +224,12 @@ def zk_writes_by_epoch_holder(s: State, cfg: ModelConfig, d: Design) -> bool:
     ZK"; Z-2 (the controller's writes are fenced by its epoch's zkVersion), Z-5 (the
     broker-side writes forwarding removes).  As in zk-writes-carry-current-epoch, a write
     Kafka's routing leaves to a broker that does not forward (yet) stands outside it."""
-    return all(w.zk_holder == w.writer for w in s.zk.writes if not w.routed_locally)
+
+    for w in s.zk.writes:
+        if w.zk_holder != w.writer and not w.routed_locally:
+            return False
+    return True
+
 
 
 def kraft_controller_sole_zk_writer(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -103,11 +242,17 @@ def kraft_controller_sole_zk_writer(s: State, cfg: ModelConfig, d: Design) -> bo
     entity-config write is refused once /controller names a KRaft controller; KAFKA-16539:
     brokers' writes must not land 'last writer wins' after the KRaft controller took over);
     KIP-590 Compatibility: every broker forwards after the second IBP bounce."""
-    for w in s.zk.writes:
-        if w.zk_holder != NO_NODE and cfg.nodes[w.zk_holder].role == CONTROLLER \
+
+    writes = s.zk.writes
+    if not writes:
+        return True
+    nodes = cfg.nodes
+    for w in writes:
+        if w.zk_holder != NO_NODE and nodes[w.zk_holder].role == CONTROLLER \
                 and w.writer != w.zk_holder:
             return False
     return True
+
 
 
 def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -115,12 +260,17 @@ def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-590: the controller is the single metadata writer; in KRaft only the leader of the
     current epoch appends to the metadata log."""
+
+    log = s.quorum.log
+    if len(log) <= 1:
+        return True
     last_epoch, writers = -1, {}
-    for rec in s.quorum.log[1:]:
+    for rec in log[1:]:
         if rec.epoch < last_epoch or writers.setdefault(rec.epoch, rec.writer) != rec.writer:
             return False
         last_epoch = rec.epoch
     return True
+
 
 
 def active_controller_owns_controller_znode(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -136,13 +286,19 @@ def active_controller_owns_controller_znode(s: State, cfg: ModelConfig, d: Desig
     broker is then a zombie like one whose session expired (its writes fail the epoch's
     CheckOp), so a /controller naming a KRaft controller, with ZooKeeper's epoch past the node's,
     stands in for the owner."""
-    if cfg.mode != ZK:
+
+    if not _zk_mode(cfg):
         return True
     owner = s.zk.controller
     taken = owner != NO_NODE and cfg.nodes[owner].role == CONTROLLER
-    return all(owner == n or (taken and s.zk.epoch > node.zk_epoch)
-               for n, node in enumerate(s.nodes)
-               if node.alive and node.zk_active and not node.session_expired)
+    n = 0
+    for node in s.nodes:
+        if node.alive and node.zk_active and not node.session_expired and not (
+                owner == n or (taken and s.zk.epoch > node.zk_epoch)):
+            return False
+        n += 1
+    return True
+
 
 
 def log_appended_by_current_leader(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -152,8 +308,13 @@ def log_appended_by_current_leader(s: State, cfg: ModelConfig, d: Design) -> boo
     R-13: a controller that is not the active one fails the write with
     NotControllerException; KIP-590: the controller is the single metadata writer (in KRaft,
     the quorum's leader)."""
+
     q = s.quorum
-    return all(rec.writer == q.leader and rec.epoch == q.epoch for rec, _ in q.uncommitted)
+    for rec, _ in q.uncommitted:
+        if rec.writer != q.leader or rec.epoch != q.epoch:
+            return False
+    return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -166,7 +327,12 @@ def envelope_never_nested(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-590 (draft revision): "the request shall never be forwarded twice"; F-10: a
     forwarded request is never forwarded again."""
-    return all(m.hops <= 1 for m in s.network if m.kind == ENVELOPE_REQUEST)
+
+    for m in s.network:
+        if m.kind == ENVELOPE_REQUEST and m.hops > 1:
+            return False
+    return True
+
 
 
 def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -177,20 +343,24 @@ def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
     retryTimeoutMs and answers REQUEST_TIMED_OUT; F-16: an item in flight is bounded by the
     NetworkClient's request timeout from its send, not by the retry timeout (KAFKA-10667:
     forwarded requests retried indefinitely)."""
+
+    now = s.now
+    timeout = cfg.forward_timeout
     for node in s.nodes:
         if not node.alive:
             continue
         ch = node.channel
         item = ch.inflight
-        if item and item.kind == FORWARD and s.now - item.sent > cfg.forward_timeout:
+        if item and item.kind == FORWARD and now - item.sent > timeout:
             return False
         for item in ch.queue:
             # a re-queued item was in flight until now: up to the retry timeout (its last
             # send) plus the network timeout; it is due and leaves before the clock moves
-            limit = 2 * cfg.forward_timeout - 1 if item.requeued else cfg.forward_timeout
-            if item.kind == FORWARD and s.now - item.created > limit:
+            limit = 2 * timeout - 1 if item.requeued else timeout
+            if item.kind == FORWARD and now - item.created > limit:
                 return False
     return True
+
 
 
 def forwarder_forgets_not_controller(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -199,8 +369,14 @@ def forwarder_forgets_not_controller(s: State, cfg: ModelConfig, d: Design) -> b
 
     F-21.4: NOT_CONTROLLER in the response -> disconnect, forget the controller, re-queue;
     KAFKA-12677 (NOT_CONTROLLER hidden inside an OK envelope kept the stale controller)."""
-    return all(node.channel.cached not in node.not_controller_from
-               for node in s.nodes if node.alive and node.channel.cached != NO_NODE)
+
+    for node in s.nodes:
+        if node.alive:
+            cached = node.channel.cached
+            if cached != NO_NODE and cached in node.not_controller_from:
+                return False
+    return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -230,12 +406,15 @@ def registered_only_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool
 
     KIP-919: "Each controller will check that the controller registration for its ID is as
     expected. If it is not, it will re-register."; R-8."""
+
+    nodes = s.nodes
     for c in cfg.controllers():
-        node = s.nodes[c]
+        node = nodes[c]
         if node.alive and node.registered_in_log and \
                 _latest_registration(s.quorum.log, c, node.replayed) != node.incarnation:
             return False
     return True
+
 
 
 def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -245,7 +424,8 @@ def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-919: "Each controller will check that the controller registration for its ID is as
     expected"; R-8 (the check runs on every metadata delta that touches its registration)."""
-    if not cfg.registration or cfg.mode != KRAFT:
+
+    if not _kraft_registration(cfg):
         return True
     for c in cfg.controllers():
         node = s.nodes[c]
@@ -255,6 +435,7 @@ def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
     return True
 
 
+
 def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every RegisterControllerRecord, committed or appended, names an incarnation that its
     controller ran (this process run or an earlier one), never one it did not.
@@ -262,12 +443,16 @@ def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design)
     KIP-919: the registration includes "a randomly generated UUID uniquely identifying the
     specific incarnation of the controller" ("unique to each process run"); R-15 (the
     active controller copies the incarnation the request carries)."""
-    for rec in _appended_records(s.quorum):
+
+    nodes = s.nodes
+    n_nodes = len(nodes)
+    for rec in _appended_tuple(s.quorum):
         if rec.kind == REGISTER_CONTROLLER and not (
-                0 <= rec.controller_id < len(s.nodes)
-                and 0 <= rec.incarnation_id <= s.nodes[rec.controller_id].incarnation):
+                0 <= rec.controller_id < n_nodes
+                and 0 <= rec.incarnation_id <= nodes[rec.controller_id].incarnation):
             return False
     return True
+
 
 
 def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -277,7 +462,8 @@ def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Desi
     KIP-919: "This check is necessary to fix cases where a delayed message from an older
     incarnation of controller N somehow arrives later than a more recent registration";
     R-10; KAFKA-20247 (a timed-out registration never retried)."""
-    if not cfg.registration or cfg.mode != KRAFT:
+
+    if not _kraft_registration(cfg):
         return True
     q = s.quorum
     if q.leader == NO_NODE or not s.nodes[q.leader].alive:
@@ -287,6 +473,7 @@ def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Desi
         if node.alive and _latest_registration(q.log, c) != node.incarnation:
             return False
     return True
+
 
 
 
@@ -300,7 +487,8 @@ def one_registration_request_outstanding(s: State, cfg: ModelConfig, d: Design) 
     timeout closes the connection and takes its request and response with it (F-16, F-19).
     KIP-919: "the controller will send a ControllerRegistrationRequest" -- one registration,
     answered once, not a stream of duplicates."""
-    if not cfg.registration or cfg.mode != KRAFT:
+
+    if not _kraft_registration(cfg):
         return True
     for c in cfg.controllers():
         node = s.nodes[c]
@@ -315,6 +503,7 @@ def one_registration_request_outstanding(s: State, cfg: ModelConfig, d: Design) 
         if k > 1:
             return False
     return True
+
 
 # ------------------------------------------------------------------------------------------
 # P4 forwarding-authorization
@@ -334,11 +523,17 @@ def mutations_authorized_as_client(s: State, cfg: ModelConfig, d: Design) -> boo
 
     KIP-590 Routing Request Security: the controller authorizes the inner request with the
     forwarded principal; F-30; KAFKA-12294 (requests sent with the broker's principal)."""
-    for req, _, _, _ in _applied(s, cfg):
-        spec = cfg.clients[req]
-        if not cfg.allows(spec.principal, kafka.API_OPERATION[spec.mutation_api]):
+
+    if cfg.mode == ZK:
+        for w in s.zk.writes:
+            if not _client_authorized(cfg, w.req):
+                return False
+        return True
+    for r in s.quorum.log:
+        if r.kind == MUTATION_RECORD and not _client_authorized(cfg, r.client):
             return False
     return True
+
 
 
 def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -347,10 +542,17 @@ def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -
 
     F-24 (ZK controller: envelope only on the privileged listener, else the connection is
     closed), F-25/F-28 (CLUSTER_ACTION on CLUSTER), L-18."""
-    for _, via, privileged, sender_ok in _applied(s, cfg):
-        if via and (not sender_ok or (cfg.mode == ZK and not privileged)):
+
+    if cfg.mode == ZK:
+        for w in s.zk.writes:
+            if w.via_envelope and (not w.sender_cluster_action or not w.privileged):
+                return False
+        return True
+    for r in s.quorum.log:
+        if r.kind == MUTATION_RECORD and r.via_envelope and not r.sender_cluster_action:
             return False
     return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -366,17 +568,19 @@ def envelopes_applied_only_where_accepted(s: State, cfg: ModelConfig, d: Design)
     the connection of an EnvelopeRequest; F-29a: a KRaft controller without a principal
     serde answers PRINCIPAL_DESERIALIZATION_FAILURE; KIP-590 Routing Request Security (the
     controller acts as the forwarded principal, so it must be able to read it)."""
+
     if cfg.mode == ZK:
         for w in s.zk.writes:
             if w.via_envelope and (not cfg.zk_forwarding
                                    or not cfg.nodes[w.writer].principal_serde):
                 return False
         return True
-    for rec in _appended_records(s.quorum):
+    for rec in _appended_tuple(s.quorum):
         if rec.kind == MUTATION_RECORD and rec.via_envelope and \
                 not cfg.nodes[rec.writer].principal_serde:
             return False
     return True
+
 
 
 def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -388,7 +592,8 @@ def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: 
     F-24: "EnvelopeRequest is only accepted on the privileged listener" (the control plane
     listener, else the inter-broker one, L-18); KAFKA-12168 (the trust boundary of
     envelopes); KIP-590 Routing Request Security."""
-    if cfg.mode != ZK:
+
+    if not _zk_mode(cfg):
         return True
     for w in s.zk.writes:
         spec = cfg.clients[w.req]
@@ -399,14 +604,19 @@ def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: 
     return True
 
 
+
 def registrations_from_cluster_action(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every RegisterControllerRecord, committed or appended, was requested by a principal
     with CLUSTER_ACTION on the cluster.
 
     R-12: ControllerRegistrationRequest requires CLUSTER_ACTION on CLUSTER, else
     CLUSTER_AUTHORIZATION_FAILED; KIP-919 (the registration is an inter-controller RPC)."""
-    return all(rec.sender_cluster_action for rec in _appended_records(s.quorum)
-               if rec.kind == REGISTER_CONTROLLER)
+
+    for rec in _appended_tuple(s.quorum):
+        if rec.kind == REGISTER_CONTROLLER and not rec.sender_cluster_action:
+            return False
+    return True
+
 
 
 def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -416,12 +626,14 @@ def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) ->
     D-1.2: ControllerApis.handleDescribeCluster "requires ALTER on CLUSTER (not DESCRIBE!)",
     else CLUSTER_AUTHORIZATION_FAILED; KIP-919 (admin clients talking to controllers
     directly see the controllers' endpoints)."""
-    for c, spec in enumerate(cfg.clients):
-        if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == CONTROLLER and \
-                not cfg.allows(spec.principal, kafka.ALTER_CLUSTER) and \
-                any(r.code == kafka.NONE for r in s.clients[c].responses):
-            return False
+
+    clients = s.clients
+    for c in _describers_without_alter(cfg):
+        for r in clients[c].responses:
+            if r.code == kafka.NONE:
+                return False
     return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -434,8 +646,10 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
 
     KIP-103: "the list of endpoints they get back is restricted to the listener name of the
     endpoint where they made the request"; L-27; R-21; D-3."""
+
+    clients = s.clients
     for c, spec in enumerate(cfg.clients):
-        for resp in s.clients[c].responses:
+        for resp in clients[c].responses:
             if not resp.endpoints:
                 continue
             want_listener = cfg.listener_index(spec.listener)
@@ -444,6 +658,7 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
                 if listener != want_listener or cfg.nodes[node].role != want_role:
                     return False
     return True
+
 
 
 def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -458,7 +673,8 @@ def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     L-27: a broker answers with the endpoints of the alive brokers on the request's
     listener; KIP-103: "the list of endpoints they get back is restricted to the listener
     name of the endpoint where they made the request" (restricted to it, not emptied)."""
-    if cfg.broker_registration or cfg.zk_broker_registration:
+
+    if not _brokers_list_themselves(cfg):
         return True
     for c, spec in enumerate(cfg.clients):
         if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != BROKER:
@@ -470,6 +686,7 @@ def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     return True
 
 
+
 def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every endpoint a DescribeCluster answer hands a client has a host and a port it can
     connect to: none is an advertised listener as configured with a blank host or port 0.
@@ -478,8 +695,15 @@ def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bo
     communicate with this controller"; EP-1, EP-4 (a node resolves a blank host and port 0
     before it registers: "Cannot serialize ephemeral port 0 in ListenerInfo."), R-5; L-15
     (no advertised endpoint a client cannot route to); KAFKA-15458."""
-    return not any(e[2] == UNRESOLVED_ENDPOINTS for c in range(len(cfg.clients))
-                   for r in s.clients[c].responses for e in r.endpoints)
+
+    clients = s.clients
+    for c in range(len(cfg.clients)):
+        for r in clients[c].responses:
+            for e in r.endpoints:
+                if e[2] == UNRESOLVED_ENDPOINTS:
+                    return False
+    return True
+
 
 
 def _registered_endpoints_by_prefix(log, cfg: ModelConfig, role: str, listener: int):
@@ -529,18 +753,15 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
     (describeClusterControllers: every registration with an endpoint named like the request's
     listener); L-27 (KRaftMetadataCache.getAliveBrokerNodes: the registered brokers that are
     not fenced); KIP-103 (restricted to the request's listener)."""
+
     log = s.quorum.log
-    for c, spec in enumerate(cfg.clients):
-        role = cfg.nodes[spec.node].role
-        if spec.kind != DESCRIBE or cfg.mode != KRAFT or (
-                role == BROKER and not cfg.broker_registration):
-            continue
-        listener = cfg.listener_index(spec.listener)
+    for c, role, listener in _kraft_describers(cfg):
         for r in s.clients[c].responses:
             if r.code == kafka.NONE and r.endpoints not in _registered_endpoints_by_prefix(
                     log, cfg, role, listener):
                 return False
     return True
+
 
 
 def zk_registration_carries_current_endpoints(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -551,10 +772,12 @@ def zk_registration_carries_current_endpoints(s: State, cfg: ModelConfig, d: Des
     endpoints (since KAFKA-6573)"; ZB-9 (a dynamic update rewrites /brokers/ids/N); KIP-103
     (clients are handed the registered endpoints of the listener they use, so those must be
     the broker's own)."""
-    if not cfg.zk_broker_registration:
+
+    if not _zk_broker_registration(cfg):
         return True
     return all(s.zk.broker_ids[b] == s.nodes[b].listeners_version for b in cfg.brokers()
                if s.nodes[b].alive and not s.nodes[b].session_expired)
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -577,12 +800,16 @@ def acknowledged_mutation_is_durable(s: State, cfg: ModelConfig, d: Design) -> b
 
     KIP-590: "a successful update shall be eventually guaranteed"; R-17: the response is
     sent only after the record is committed."""
-    for c, spec in enumerate(cfg.clients):
-        if spec.kind in (MUTATION, FORGED_ENVELOPE) and \
-                any(r.code == kafka.NONE for r in s.clients[c].responses):
-            if _durable_index(s, cfg, c) is None:
-                return False
+
+    clients = s.clients
+    for c in _mutating_clients(cfg):
+        for r in clients[c].responses:
+            if r.code == kafka.NONE:
+                if _durable_index(s, cfg, c) is None:
+                    return False
+                break
     return True
+
 
 
 def acknowledged_mutation_visible(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -590,7 +817,8 @@ def acknowledged_mutation_visible(s: State, cfg: ModelConfig, d: Design) -> bool
     replayed it).
 
     KIP-590: "a successful update shall be eventually guaranteed"."""
-    if cfg.mode != KRAFT:
+
+    if not _kraft_mode(cfg):
         return True
     for c, spec in enumerate(cfg.clients):
         if spec.kind == MUTATION and any(r.code == kafka.NONE for r in s.clients[c].responses):
@@ -603,6 +831,7 @@ def acknowledged_mutation_visible(s: State, cfg: ModelConfig, d: Design) -> bool
     return True
 
 
+
 # ------------------------------------------------------------------------------------------
 # P7 client-error-mapping
 
@@ -612,10 +841,13 @@ def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> 
     UNKNOWN_SERVER_ERROR, or (UNSUPPORTED_VERSION) as a closed connection.
 
     KIP-590 EnvelopeResponse Handling; table 1.6 of docs/rules.md."""
-    for c, spec in enumerate(cfg.clients):
-        if spec.kind == FORGED_ENVELOPE:
+
+    forged = _forged_clients(cfg)
+    clients = s.clients
+    for c in range(len(cfg.clients)):
+        if c in forged:
             continue        # it sent an EnvelopeRequest itself: envelope errors are its answer
-        for r in s.clients[c].responses:
+        for r in clients[c].responses:
             if r.code in kafka.ENVELOPE_ONLY_ERRORS:
                 return False
             if r.envelope_error:
@@ -624,6 +856,7 @@ def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> 
                 if r.code != want:
                     return False
     return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -635,12 +868,15 @@ def advertised_versions_within_controller(s: State, cfg: ModelConfig, d: Design)
     for forwardable APIs are inside the controller's range.
 
     KIP-590 ApiVersion Consistency; F-35 (intersectForwardableApis); KAFKA-10674."""
+
+    nodes = s.nodes
     for b in cfg.brokers():
-        node = s.nodes[b]
+        node = nodes[b]
         if node.alive and node.ctrl_versions != NO_VERSIONS and \
                 advertised_version(s, cfg, d, b) > node.ctrl_versions:
             return False
     return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -651,7 +887,12 @@ def at_most_one_final_response(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Each client request gets at most one final response.
 
     KIP-590: the forwarder completes each request once: "retry until timeout"."""
-    return all(len(cl.responses) <= 1 for cl in s.clients)
+
+    for cl in s.clients:
+        if len(cl.responses) > 1:
+            return False
+    return True
+
 
 
 def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -664,7 +905,10 @@ def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design
 
     KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"; F-16,
     F-17, F-19 (KAFKA-10667: without the timeout, admin calls hang)."""
-    for c, cl in enumerate(s.clients):
+
+    c = -1
+    for cl in s.clients:
+        c += 1
         if not cl.forwarded or cl.responses:
             continue
         ch = s.nodes[cfg.clients[c].node].channel
@@ -681,12 +925,18 @@ def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design
     return True
 
 
+
 def every_request_answered(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Once quiescent, every request sent has its final response (bounded liveness: the
     deadlines make the wait finite).
 
     KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"."""
-    return all(len(cl.responses) == 1 for cl in s.clients if cl.sent)
+
+    for cl in s.clients:
+        if cl.sent and len(cl.responses) != 1:
+            return False
+    return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -701,16 +951,20 @@ def broker_epoch_changes_with_incarnation(s: State, cfg: ModelConfig, d: Design)
     KAFKA-16952: "the broker epoch ... is meant to only be bumped on broker restart" (a
     re-registration of the same incarnation keeps it); BR-3 (a new incarnation's epoch is
     the next write offset, so it differs from every earlier one); BR-5."""
-    last = {}
-    for rec in _appended_records(s.quorum):
+
+    last = None
+    for rec in _appended_tuple(s.quorum):
         if rec.kind != REGISTER_BROKER:
             continue
+        if last is None:
+            last = {}
         prev = last.get(rec.broker_id)
         if prev is not None and ((prev.incarnation_id == rec.incarnation_id)
                                  != (prev.broker_epoch == rec.broker_epoch)):
             return False
         last[rec.broker_id] = rec
     return True
+
 
 
 def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -722,7 +976,8 @@ def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bo
     epoch X, but got broker epoch Y"); BL-11 (the broker never re-registers after
     STALE_BROKER_EPOCH, so a wrong answer leaves a live broker unable to heartbeat until its
     session runs out and it is fenced)."""
-    if not cfg.broker_registration:
+
+    if not _broker_registration(cfg):
         return True
     for m in s.network:
         if m.kind != BROKER_HEARTBEAT_RESPONSE or m.error != kafka.STALE_BROKER_EPOCH:
@@ -734,6 +989,7 @@ def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bo
     return True
 
 
+
 def broker_fenced_only_after_session_expired(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every fence of a broker, committed or appended, came after its session expired: the
     active controller had not heard from it for more than the session timeout.
@@ -741,8 +997,14 @@ def broker_fenced_only_after_session_expired(s: State, cfg: ModelConfig, d: Desi
     BH-9: the fence timer fences the least recently contacted unfenced broker only if it has
     no valid session (strictly more than the session timeout since its last contact); BH-1
     (broker.session.timeout.ms); KAFKA-15019 is what fencing a live broker costs."""
-    return all(rec.silence > cfg.session_timeout for rec in _appended_records(s.quorum)
-               if rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced == FENCED)
+
+    timeout = cfg.session_timeout
+    for rec in _appended_tuple(s.quorum):
+        if rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced == FENCED \
+                and not rec.silence > timeout:
+            return False
+    return True
+
 
 
 def _replay_broker_record(brokers: dict, rec) -> bool:
@@ -776,7 +1038,8 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
     BH-7: a fenced broker whose heartbeat shows it has replayed its own RegisterBrokerRecord
     (and does not want to be fenced) becomes UNFENCED; BH-9: only a session that runs out
     fences it; BL-10/BL-11: a registered broker keeps heartbeating."""
-    if not cfg.broker_registration:
+
+    if not _broker_registration(cfg):
         return True
     q = s.quorum
     if q.leader == NO_NODE or not s.nodes[q.leader].alive:
@@ -789,6 +1052,7 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
                 and cur[0].broker_epoch == node.broker_epoch and cur[1]):
             return False
     return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -816,10 +1080,12 @@ def created_topics_pass_policy(s: State, cfg: ModelConfig, d: Design) -> bool:
     the CreateTopicPolicy. This is in fact a hole in the topic creation logic that we should
     fix"; AT-5 (ReplicationControlManager runs create.topic.policy.class.name), AT-6 (no
     exemption for internal topics)."""
-    if not cfg.create_topic_policy:
+
+    if not _has_topic_policy(cfg):
         return True
     return all(name not in cfg.create_topic_policy
                for name in _created_topics(_appended_records(s.quorum), cfg))
+
 
 
 def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -831,12 +1097,14 @@ def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) 
     the active controller "while waiting for the response in the mean time"; "if a
     MetadataRequest tries to create an internal topic but failed, receiving broker will reply a
     fatal error to let the client fail fast" (POLICY_VIOLATION from Metadata v10)."""
-    for c, spec in enumerate(cfg.clients):
-        if spec.kind == METADATA and spec.topic_name in cfg.create_topic_policy and any(
-                r.code in (kafka.UNKNOWN_TOPIC_OR_PARTITION, kafka.LEADER_NOT_AVAILABLE)
-                for r in s.clients[c].responses):
-            return False
+
+    clients = s.clients
+    for c in _refused_metadata_clients(cfg):
+        for r in clients[c].responses:
+            if r.code in (kafka.UNKNOWN_TOPIC_OR_PARTITION, kafka.LEADER_NOT_AVAILABLE):
+                return False
     return True
+
 
 
 # ------------------------------------------------------------------------------------------
@@ -866,7 +1134,8 @@ def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
     version F of NAME')"; KAFKA-17305: "Quorum controller should check the finalized
     kraft.version during broker registration" (a broker whose registration omits kraft.version
     supports only level 0)."""
-    if not cfg.broker_registration:
+
+    if not _broker_registration(cfg):
         return True
     mv = kafka.MINIMUM_KRAFT_VERSION
     for rec in _appended_records(s.quorum):
@@ -882,6 +1151,7 @@ def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
     return True
 
 
+
 PROPERTIES = (
     Property("P1", "single-writer",
              "every durable write was made by the controller of the current epoch at the time "
@@ -895,7 +1165,7 @@ PROPERTIES = (
               Clause("kraft-controller-sole-zk-writer", ALWAYS,
                      kraft_controller_sole_zk_writer),
               Clause("active-controller-owns-controller-znode", ALWAYS,
-                     active_controller_owns_controller_znode),
+                     active_controller_owns_controller_znode, _zk_mode),
               Clause("log-has-one-writer-per-epoch", ALWAYS, log_has_one_writer_per_epoch),
               Clause("log-appended-by-current-leader", ALWAYS,
                      log_appended_by_current_leader))),
@@ -914,13 +1184,14 @@ PROPERTIES = (
              "current incarnation",
              "KIP-919 'it will re-register'; R-6..R-10; KAFKA-20247",
              (Clause("registered-only-if-log-agrees", ALWAYS, registered_only_if_log_agrees),
-              Clause("registered-if-log-agrees", ALWAYS, registered_if_log_agrees),
+              Clause("registered-if-log-agrees", ALWAYS, registered_if_log_agrees,
+                     _kraft_registration),
               Clause("registration-names-incarnation-it-ran", ALWAYS,
                      registration_names_incarnation_it_ran),
               Clause("one-registration-request-outstanding", ALWAYS,
-                     one_registration_request_outstanding),
+                     one_registration_request_outstanding, _kraft_registration),
               Clause("registration-carries-current-incarnation", QUIESCENT,
-                     registration_carries_current_incarnation))),
+                     registration_carries_current_incarnation, _kraft_registration))),
     Property("P4", "forwarding-authorization",
              "every applied mutation was authorized for the original client principal; an "
              "envelope is applied only if its sender has CLUSTER_ACTION and (ZK) it arrived on "
@@ -936,18 +1207,20 @@ PROPERTIES = (
              "settled, a ZK broker's registration carries its current endpoints",
              "KIP-103; KIP-919; L-27; R-21; D-1..D-3; EP-1..EP-6",
              (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),
-              Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself),
+              Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself,
+                     _brokers_list_themselves),
               Clause("returned-endpoints-are-resolved", ALWAYS, returned_endpoints_are_resolved),
               Clause("describe-lists-registered-endpoints", ALWAYS,
                      describe_lists_registered_endpoints),
               Clause("zk-registration-carries-current-endpoints", QUIESCENT,
-                     zk_registration_carries_current_endpoints))),
+                     zk_registration_carries_current_endpoints, _zk_broker_registration))),
     Property("P6", "acknowledged-durable",
              "a mutation acknowledged as successful is durable and, once quiescent, visible to "
              "every live broker",
              "KIP-590 'a successful update shall be eventually guaranteed'; R-17",
              (Clause("acknowledged-mutation-is-durable", ALWAYS, acknowledged_mutation_is_durable),
-              Clause("acknowledged-mutation-visible", QUIESCENT, acknowledged_mutation_visible))),
+              Clause("acknowledged-mutation-visible", QUIESCENT, acknowledged_mutation_visible,
+                     _kraft_mode))),
     Property("P7", "client-error-mapping",
              "a client never sees an internal forwarding error; it sees UNKNOWN_SERVER_ERROR, "
              "REQUEST_TIMED_OUT, a closed connection or the inner response",
@@ -969,7 +1242,7 @@ PROPERTIES = (
              (Clause("envelopes-applied-only-where-accepted", ALWAYS,
                      envelopes_applied_only_where_accepted),
               Clause("client-envelopes-only-on-privileged-listener", ALWAYS,
-                     client_envelopes_only_on_privileged_listener),
+                     client_envelopes_only_on_privileged_listener, _zk_mode),
               Clause("registrations-from-cluster-action", ALWAYS,
                      registrations_from_cluster_action),
               Clause("controller-describe-requires-alter", ALWAYS,
@@ -981,17 +1254,19 @@ PROPERTIES = (
              "KAFKA-16952; BR-3, BR-5, BH-4, BH-7, BH-9, BL-11",
              (Clause("broker-epoch-changes-with-incarnation", ALWAYS,
                      broker_epoch_changes_with_incarnation),
-              Clause("current-broker-never-told-stale", ALWAYS, current_broker_never_told_stale),
+              Clause("current-broker-never-told-stale", ALWAYS, current_broker_never_told_stale,
+                     _broker_registration),
               Clause("broker-fenced-only-after-session-expired", ALWAYS,
                      broker_fenced_only_after_session_expired),
               Clause("registered-broker-unfenced-when-settled", QUIESCENT,
-                     registered_broker_unfenced_when_settled))),
+                     registered_broker_unfenced_when_settled, _broker_registration))),
     Property("P11", "auto-created-topics",
              "every topic the cluster creates passes the create-topic policy, whoever asked for "
              "it; a Metadata request whose auto-creation the policy refuses is answered with the "
              "refusal, not as if the topic were coming",
              "KIP-590 Internal CreateTopicsRequest Routing; AT-1..AT-6",
-             (Clause("created-topics-pass-policy", ALWAYS, created_topics_pass_policy),
+             (Clause("created-topics-pass-policy", ALWAYS, created_topics_pass_policy,
+                     _has_topic_policy),
               Clause("auto-creation-refusal-reaches-client", ALWAYS,
                      auto_creation_refusal_reaches_client))),
     Property("P12", "supported-features",
@@ -1000,7 +1275,7 @@ PROPERTIES = (
              "registration omits included",
              "KIP-919 (registrations carry the supported feature ranges); BR-4.9; KAFKA-17305",
              (Clause("registered-brokers-support-finalized-features", ALWAYS,
-                     registered_brokers_support_finalized_features),)),
+                     registered_brokers_support_finalized_features, _broker_registration),)),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -1093,14 +1368,28 @@ def describe_violation(cfg: ModelConfig, design: Design, state: State, prop_id: 
 def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list) -> tuple | None:
     """(property ID, clause name) of the first violated clause in registry order, or None.
     ``succ`` is successors(s): quiescent clauses are checked only when ``s`` is quiescent."""
-    for pid, clause in _ALWAYS:
-        if not clause.holds(s, cfg, d):
-            return pid, clause.name
-    if _QUIESCENT and quiescent(s, cfg, d, succ):
-        for pid, clause in _QUIESCENT:
-            if not clause.holds(s, cfg, d):
-                return pid, clause.name
+    plan = cfg.__dict__.get("_registry_plan")
+    if plan is None or plan[0] is not _ALWAYS or plan[1] is not _QUIESCENT:
+        plan = cfg.__dict__["_registry_plan"] = _clause_plan(cfg)
+    for holds, pid, name in plan[2]:
+        if not holds(s, cfg, d):
+            return pid, name
+    if plan[3] and quiescent(s, cfg, d, succ):
+        for holds, pid, name in plan[3]:
+            if not holds(s, cfg, d):
+                return pid, name
     return None
+
+
+def _clause_plan(cfg: ModelConfig) -> tuple:
+    """(``_ALWAYS``, ``_QUIESCENT``, then of each, in order, (holds, property ID, clause name)
+    for the clauses that apply to ``cfg``): those that do not hold in every state of it, as
+    their ``applies`` says.  Kept on the configuration with the tuples it was made from (a
+    test that takes a clause out installs new ones)."""
+    def plan(clauses):
+        return tuple((c.holds, pid, c.name) for pid, c in clauses
+                     if c.applies is None or c.applies(cfg))
+    return _ALWAYS, _QUIESCENT, plan(_ALWAYS), plan(_QUIESCENT)
 
 
 # ------------------------------------------------------------------------------------------

@@ -62,6 +62,16 @@ def witness_scopes(spec) -> dict:
     return {w: (() if state else None) for w in ids}
 
 
+def progress_edges_of(spec):
+    """(state, succ) -> the classes of a state's transitions for PROGRESS: the spec's optional
+    ``progress_edges(state, succ)``, or ``progress_edge(state, step)`` asked per transition."""
+    edges = getattr(spec, "progress_edges", None)
+    if edges is not None:
+        return edges
+    edge = spec.progress_edge
+    return lambda state, succ: [edge(state, st) for st, _ in succ]
+
+
 def seen_on_step(scope, action: str) -> bool:
     """Whether a witness of ``scope`` (``witness_scopes``) can be seen on a step of ``action``."""
     return scope is None or (bool(scope) and action in scope)

@@ -202,3 +202,32 @@ def test_no_other_clause_catches_the_mutant(clause, generation, monkeypatch):
     assert result.complete
     assert result.violation is None, (result.violation, result.trace)
     assert result.graph_violation is None
+
+
+def test_a_clause_left_out_for_a_configuration_holds_there_by_its_first_test():
+    """``first_violation`` leaves out the clauses whose ``applies`` is False for the
+    configuration: sound because each such clause begins with ``if not applies(cfg): return
+    True`` (so it holds in every state of it), checked here on the source, and so is every
+    configuration's plan (the same clauses in registry order, less those)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from model.configs import CONFIGS
+    for p in registry.PROPERTIES:
+        for c in p.clauses:
+            if c.applies is None:
+                continue
+            fn = ast.parse(textwrap.dedent(inspect.getsource(c.holds))).body[0]
+            body = fn.body[1:] if isinstance(fn.body[0], ast.Expr) else fn.body
+            first = body[0]
+            assert isinstance(first, ast.If) and not first.orelse, c.name
+            assert ast.unparse(first.test) == f"not {c.applies.__name__}(cfg)", c.name
+            assert len(first.body) == 1 and ast.unparse(first.body[0]) == "return True", c.name
+    for cfg in CONFIGS.values():
+        plan = registry._clause_plan(cfg)
+        for clauses, kept in ((registry._ALWAYS, plan[2]), (registry._QUIESCENT, plan[3])):
+            assert [(pid, c.name) for pid, c in clauses
+                    if c.applies is None or c.applies(cfg)] == [(pid, n) for _, pid, n in kept]
+            assert all(holds is c.holds for (holds, _, n), c in zip(
+                kept, (c for _, c in clauses if c.applies is None or c.applies(cfg))))

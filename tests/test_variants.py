@@ -71,7 +71,8 @@ def test_l1_quiescent_clause_breaks_when_a_request_is_dropped():
     from model.step import Step
     s = spec.step(s, Step("client_sends_request", (0,)))
     node = s.nodes[0]
-    lost = replace(s, nodes=(replace(node, channel=node.channel._replace(queue=())),) + s.nodes[1:])
+    lost = s._replace(nodes=(node._replace(channel=node.channel._replace(queue=())),)
+                      + s.nodes[1:])
     # drain every progress step: nothing can answer the client any more
     succ = spec.successors(lost)
     while any(not model_next.is_fault(lost, cfg, st) for st, _ in succ):

@@ -474,7 +474,7 @@ def _differences(got, want) -> list:
             out.append((f, f"{f}: encoding {getattr(got, f)} != model {getattr(want, f)}"))
     for i, (a, b) in enumerate(zip(got.nodes, want.nodes)):
         if a != b:
-            for f in a.__dataclass_fields__:
+            for f in a._fields:
                 if getattr(a, f) != getattr(b, f):
                     out.append((f"nodes[{i}].{f}", f"nodes[{i}].{f}: encoding {getattr(a, f)} "
                                                    f"!= model {getattr(b, f)}"))
