@@ -14,9 +14,9 @@ Locations are tuples:
 - ``("netlen",)``: the number of messages in the network (``max_in_flight`` reads it).
 
 Reads are recorded by running the function on a copy of the state made of subclasses of the
-model's records that note every field read (``recording``); writes are the fields whose values
-differ between a state and its successor (``writes``).  A message step reads its message's
-presence; reading the whole network (iterating it) reads every ``net`` location.
+model's records (NamedTuples) that note every field read (``recording``); writes are the fields
+whose values differ between a state and its successor (``writes``).  A message step reads its
+message's presence; reading the whole network (iterating it) reads every ``net`` location.
 """
 from __future__ import annotations
 
@@ -33,51 +33,34 @@ def _note(loc) -> None:
         _reads[-1].add(loc)
 
 
-def _recording_record(base, prefix_of):
-    """A subclass of the frozen dataclass ``base`` that notes every field read."""
-    fields = frozenset(base.__dataclass_fields__)
-    get = object.__getattribute__
+def _recording(base, prefix: tuple, skip=frozenset()):
+    """A subclass of the record ``base`` (a NamedTuple) that notes every field read as
+    ``prefix + (field,)`` (the fields in ``skip`` are recorded by the records they hold)."""
+    fields = frozenset(base._fields) - skip
+    get = tuple.__getattribute__
 
     def __getattribute__(self, name):
         if name in fields:
-            _note(prefix_of(self) + (name,))
+            _note(prefix + (name,))
         return get(self, name)
 
-    return type("Recording" + base.__name__, (base,), {"__getattribute__": __getattribute__})
+    return type("Recording" + base.__name__, (base,),
+                {"__slots__": (), "__getattribute__": __getattribute__})
 
 
-_RNode = _recording_record(Node, lambda self: ("node", object.__getattribute__(self, "__dict__")
-                                                ["_ix"]))
-_RZk = _recording_record(Zk, lambda self: ("zk",))
-_RQuorum = _recording_record(Quorum, lambda self: ("quorum",))
-_STATE_SCALARS = frozenset(State.__dataclass_fields__) - {"nodes", "clients", "network", "zk",
-                                                           "quorum"}
+_classes: dict = {}
 
 
-class _RState(State):
-    def __getattribute__(self, name):
-        if name in _STATE_SCALARS:
-            _note(("s", name))
-        return object.__getattribute__(self, name)
-
-
-_client_classes: dict = {}
-
-
-def _rclient(i: int):
-    cls = _client_classes.get(i)
+def _recording_class(base, prefix: tuple, skip=frozenset()):
+    key = (base, prefix)
+    cls = _classes.get(key)
     if cls is None:
-        fields = frozenset(Client._fields)
-        tget = tuple.__getattribute__
-
-        def __getattribute__(self, name):
-            if name in fields:
-                _note(("client", i, name))
-            return tget(self, name)
-
-        cls = _client_classes[i] = type(f"RecordingClient{i}", (Client,),
-                                        {"__slots__": (), "__getattribute__": __getattribute__})
+        cls = _classes[key] = _recording(base, prefix, skip)
     return cls
+
+
+_STATE_RECORDS = frozenset({"nodes", "clients", "network", "zk", "quorum"})
+_STATE_SCALARS = tuple(f for f in State._fields if f not in _STATE_RECORDS)
 
 
 class _RNet(frozenset):
@@ -101,21 +84,15 @@ class _RNet(frozenset):
         return frozenset(frozenset.__iter__(self)) - other
 
 
-def _copy_as(cls, obj, **extra):
-    new = object.__new__(cls)
-    d = dict(object.__getattribute__(obj, "__dict__"))
-    d.pop("_hash", None)
-    d.update(extra)
-    object.__setattr__(new, "__dict__", d)
-    return new
-
-
 def recording(s: State) -> State:
     """A copy of ``s`` that notes what is read of it (into the innermost ``record`` block)."""
-    nodes = tuple(_copy_as(_RNode, n, _ix=i) for i, n in enumerate(s.nodes))
-    clients = tuple(_rclient(i)._make(c) for i, c in enumerate(s.clients))
-    return _copy_as(_RState, s, nodes=nodes, clients=clients, network=_RNet(s.network),
-                    zk=_copy_as(_RZk, s.zk), quorum=_copy_as(_RQuorum, s.quorum))
+    nodes = tuple(_recording_class(Node, ("node", i))._make(n) for i, n in enumerate(s.nodes))
+    clients = tuple(_recording_class(Client, ("client", i))._make(c)
+                    for i, c in enumerate(s.clients))
+    return _recording_class(State, ("s",), _STATE_RECORDS)._make(
+        s._replace(nodes=nodes, clients=clients, network=_RNet(s.network),
+                   zk=_recording_class(Zk, ("zk",))._make(s.zk),
+                   quorum=_recording_class(Quorum, ("quorum",))._make(s.quorum)))
 
 
 class record:
@@ -136,41 +113,35 @@ def reads_of(fn, s: State, *args) -> tuple:
     return result, reads
 
 
-def _fields(rec) -> dict:
-    d = object.__getattribute__(rec, "__dict__")
-    return {f: d[f] for f in type(rec).__dataclass_fields__}
+def _changed(prefix: tuple, fields, a, b, out: dict) -> None:
+    if a is not b:
+        for f, x, y in zip(fields, tuple.__iter__(a), tuple.__iter__(b)):
+            if x != y:
+                out[prefix + (f,)] = "w"
 
 
 def writes(s: State, t: State) -> dict:
     """The locations whose values differ between ``s`` and ``t``, each with how it changed:
     ``"add"`` for a network location that only gained messages and for the network's size
     (additions and removals of different messages commute), ``"w"`` otherwise."""
-    out = {}
+    out: dict = {}
+    sv = dict(zip(State._fields, tuple.__iter__(s)))
+    tv = dict(zip(State._fields, tuple.__iter__(t)))
     for f in _STATE_SCALARS:
-        if getattr(s, f) != getattr(t, f):
+        if sv[f] != tv[f]:
             out[("s", f)] = "w"
-    for i, (a, b) in enumerate(zip(s.nodes, t.nodes)):
-        if a is not b:
-            fa, fb = _fields(a), _fields(b)
-            for f, v in fa.items():
-                if fb[f] != v:
-                    out[("node", i, f)] = "w"
-    for i, (a, b) in enumerate(zip(s.clients, t.clients)):
-        if a != b:
-            for f, x, y in zip(Client._fields, a, b):
-                if x != y:
-                    out[("client", i, f)] = "w"
-    for name in ("zk", "quorum"):
-        a, b = getattr(s, name), getattr(t, name)
-        if a is not b:
-            fb = _fields(b)
-            for f, v in _fields(a).items():
-                if fb[f] != v:
-                    out[(name, f)] = "w"
-    if s.network is not t.network and s.network != t.network:
-        for m in s.network - t.network:
+    for i, (a, b) in enumerate(zip(sv["nodes"], tv["nodes"])):
+        _changed(("node", i), Node._fields, a, b, out)
+    for i, (a, b) in enumerate(zip(sv["clients"], tv["clients"])):
+        _changed(("client", i), Client._fields, a, b, out)
+    _changed(("zk",), Zk._fields, sv["zk"], tv["zk"], out)
+    _changed(("quorum",), Quorum._fields, sv["quorum"], tv["quorum"], out)
+    a = frozenset(frozenset.__iter__(sv["network"]))
+    b = frozenset(frozenset.__iter__(tv["network"]))
+    if a != b:
+        for m in a - b:
             out[("net", m[0], m[2])] = "w"
-        for m in t.network - s.network:
+        for m in b - a:
             out.setdefault(("net", m[0], m[2]), "add")
         out[NETLEN] = "add"
     return out

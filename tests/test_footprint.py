@@ -69,8 +69,7 @@ def test_network_locations():
     assert reads == {FP.NETLEN}
     _, reads = FP.reads_of(lambda x: [k.kind for k in x.network], s)
     assert reads == {FP.NET_ALL}
-    t = s.__class__(**{**{f: getattr(s, f) for f in s.__dataclass_fields__},
-                       "network": s.network - {m}})
+    t = s._replace(network=s.network - {m})
     assert FP.writes(s, t) == {("net", m.kind, m.dst): "w", FP.NETLEN: "add"}
     assert FP.writes(t, s) == {("net", m.kind, m.dst): "add", FP.NETLEN: "add"}
 
