@@ -100,7 +100,7 @@ def _counter_of(cfg, bound):
     """The State field ``initial_state`` fills from the ModelConfig bound ``bound``."""
     base = model_next.initial_state(cfg)
     more = model_next.initial_state(replace(cfg, **{bound: getattr(cfg, bound) + 1}))
-    diff = [f.name for f in fields(base) if getattr(base, f.name) != getattr(more, f.name)]
+    diff = [f for f in base._fields if getattr(base, f) != getattr(more, f)]
     assert len(diff) == 1, (bound, diff)
     return diff[0]
 
