@@ -14,20 +14,27 @@ from typing import NamedTuple
 _tuple_new = tuple.__new__
 
 
-def replace(obj, **changes):
-    """``obj`` with ``changes`` to its fields, for the state records ``Node``, ``Zk``,
-    ``Quorum`` and ``State`` (``_replace`` of a NamedTuple, without its per-field ``pop``:
-    state updates are the explorer's hottest path).  An unknown field raises TypeError, as
-    ``dataclasses.replace`` does."""
-    values = list(obj)
-    index = obj._index
-    try:
-        for name, value in changes.items():
-            values[index[name]] = value
-    except KeyError:
-        bad = next(name for name in changes if name not in index)
-        raise TypeError(f"{obj.__class__.__name__} has no field {bad!r}") from None
-    return _tuple_new(obj.__class__, values)
+def _one_pass(unknown_field):
+    """A NamedTuple's ``_replace`` built in one pass (the standard one pops every field name
+    from the changes, and the model's steps replace a field or two of a record many times per
+    state); ``unknown_field(record, names)`` is the exception for names that are not fields."""
+    def with_changes(obj, **changes):
+        values = list(obj)
+        index = obj._index
+        try:
+            for name, value in changes.items():
+                values[index[name]] = value
+        except KeyError:
+            raise unknown_field(obj, [n for n in changes if n not in index]) from None
+        return _tuple_new(obj.__class__, values)
+    return with_changes
+
+
+replace = _one_pass(lambda obj, bad: TypeError(f"{obj.__class__.__name__} has no field "
+                                               f"{bad[0]!r}"))
+replace.__doc__ = """``obj`` with ``changes`` to its fields, for the state records ``Node``,
+    ``Zk``, ``Quorum`` and ``State`` (state updates are the explorer's hottest path); an unknown
+    field raises TypeError, as ``dataclasses.replace`` does."""
 
 
 NO_NODE = -1
@@ -526,19 +533,8 @@ class State(NamedTuple):
     updates_left: int = 0           # dynamic listener updates (ZooKeeper broker registration)
 
 
-def _replace(self, **changes):
-    """A NamedTuple's ``_replace`` (a new record with ``changes``; ValueError for a name that is
-    not a field), built in one pass: the standard one pops every field name from the
-    changes, and the model's steps replace a field or two of a record many times per state."""
-    values = list(self)
-    index = self._index
-    try:
-        for name, value in changes.items():
-            values[index[name]] = value
-    except KeyError:
-        raise ValueError(f"Got unexpected field names: "
-                         f"{[name for name in changes if name not in index]!r}") from None
-    return _tuple_new(self.__class__, values)
+# every record's ``_replace``: ValueError for an unknown name, as NamedTuple's own
+_replace = _one_pass(lambda obj, bad: ValueError(f"Got unexpected field names: {bad!r}"))
 
 
 # The records are NamedTuples: built by one tuple allocation, hashed and compared in C (a state

@@ -181,11 +181,8 @@ def edge(s: State, cfg: ModelConfig, st) -> int:
 
 
 def edges(s: State, cfg: ModelConfig, succ) -> list:
-    """``[edge(s, cfg, st) for st, _ in succ]``, with ``edge`` written out in the loop."""
-    is_fault = model_next.is_fault
-    return [FAULT if is_fault(s, cfg, st) else
-            TIMEOUT if st.action == "channel_times_out_request" else ORDINARY
-            for st, _ in succ]
+    """``edge`` of each of a state's transitions ``succ``, asked for all at once."""
+    return [edge(s, cfg, st) for st, _ in succ]
 
 
 def describe_goal(cfg: ModelConfig, goal: int) -> str:

@@ -69,41 +69,35 @@ def _per_config(fn):
     return get
 
 
-# What a clause's outcome depends on in a configuration, decided from the configuration alone.
+# What a clause's outcome depends on in a configuration, decided from the configuration alone
+# (the ``applies`` of a Clause; a clause's own first test)
 
-@_per_config
 def _zk_mode(cfg: ModelConfig) -> bool:
     return cfg.mode == ZK
 
 
-@_per_config
 def _kraft_mode(cfg: ModelConfig) -> bool:
     return cfg.mode == KRAFT
 
 
-@_per_config
 def _kraft_registration(cfg: ModelConfig) -> bool:
     """KIP-919 controller registration runs (KRaft)."""
     return bool(cfg.registration) and cfg.mode == KRAFT
 
 
-@_per_config
 def _broker_registration(cfg: ModelConfig) -> bool:
     return bool(cfg.broker_registration)
 
 
-@_per_config
 def _zk_broker_registration(cfg: ModelConfig) -> bool:
     return bool(cfg.zk_broker_registration)
 
 
-@_per_config
 def _brokers_list_themselves(cfg: ModelConfig) -> bool:
     """No broker registration of either kind: a broker's own DescribeCluster answer lists it."""
     return not (cfg.broker_registration or cfg.zk_broker_registration)
 
 
-@_per_config
 def _has_topic_policy(cfg: ModelConfig) -> bool:
     return bool(cfg.create_topic_policy)
 
@@ -166,13 +160,6 @@ def _client_authorized(cfg: ModelConfig, c: int) -> bool:
     return ok
 
 
-def _appended_tuple(q) -> tuple:
-    """``_appended_records(q)`` as a tuple (most states have nothing uncommitted)."""
-    if not q.uncommitted:
-        return q.log
-    return q.log + tuple([rec for rec, _ in q.uncommitted])
-
-
 # ------------------------------------------------------------------------------------------
 # P1 single-writer
 
@@ -187,12 +174,10 @@ def zk_writes_carry_current_epoch(s: State, cfg: ModelConfig, d: Design) -> bool
     handling ZK mutation requests by themselves"; Z-2: every controller write is a multi with
     CheckOp(/controller_epoch, zkVersion at election), so a deposed controller's write fails
     (KAFKA-6082)."""
-
     for w in s.zk.writes:
         if w.writer_epoch != w.zk_epoch and not w.routed_locally:
             return False
     return True
-
 
 
 def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -204,14 +189,10 @@ def active_controller_won_its_epoch(s: State, cfg: ModelConfig, d: Design) -> bo
     Z-1: the elected broker creates /controller and bumps /controller_epoch with a CAS on
     its zkVersion, in one multi-op; KIP-590: "make the controller as the single writer"
     (one controller per epoch is what lets every other node fence a deposed one)."""
-
-    n = 0
-    for node in s.nodes:
+    for n, node in enumerate(s.nodes):
         if node.alive and node.zk_active and epoch_holder(s.zk, node.zk_epoch) != n:
             return False
-        n += 1
     return True
-
 
 
 def zk_writes_by_epoch_holder(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -224,12 +205,10 @@ def zk_writes_by_epoch_holder(s: State, cfg: ModelConfig, d: Design) -> bool:
     ZK"; Z-2 (the controller's writes are fenced by its epoch's zkVersion), Z-5 (the
     broker-side writes forwarding removes).  As in zk-writes-carry-current-epoch, a write
     Kafka's routing leaves to a broker that does not forward (yet) stands outside it."""
-
     for w in s.zk.writes:
         if w.zk_holder != w.writer and not w.routed_locally:
             return False
     return True
-
 
 
 def kraft_controller_sole_zk_writer(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -242,7 +221,6 @@ def kraft_controller_sole_zk_writer(s: State, cfg: ModelConfig, d: Design) -> bo
     entity-config write is refused once /controller names a KRaft controller; KAFKA-16539:
     brokers' writes must not land 'last writer wins' after the KRaft controller took over);
     KIP-590 Compatibility: every broker forwards after the second IBP bounce."""
-
     writes = s.zk.writes
     if not writes:
         return True
@@ -254,13 +232,11 @@ def kraft_controller_sole_zk_writer(s: State, cfg: ModelConfig, d: Design) -> bo
     return True
 
 
-
 def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Metadata-log records come from one leader per epoch, with epochs never going back.
 
     KIP-590: the controller is the single metadata writer; in KRaft only the leader of the
     current epoch appends to the metadata log."""
-
     log = s.quorum.log
     if len(log) <= 1:
         return True
@@ -270,7 +246,6 @@ def log_has_one_writer_per_epoch(s: State, cfg: ModelConfig, d: Design) -> bool:
             return False
         last_epoch = rec.epoch
     return True
-
 
 
 def active_controller_owns_controller_znode(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -286,19 +261,15 @@ def active_controller_owns_controller_znode(s: State, cfg: ModelConfig, d: Desig
     broker is then a zombie like one whose session expired (its writes fail the epoch's
     CheckOp), so a /controller naming a KRaft controller, with ZooKeeper's epoch past the node's,
     stands in for the owner."""
-
     if not _zk_mode(cfg):
         return True
     owner = s.zk.controller
     taken = owner != NO_NODE and cfg.nodes[owner].role == CONTROLLER
-    n = 0
-    for node in s.nodes:
+    for n, node in enumerate(s.nodes):
         if node.alive and node.zk_active and not node.session_expired and not (
                 owner == n or (taken and s.zk.epoch > node.zk_epoch)):
             return False
-        n += 1
     return True
-
 
 
 def log_appended_by_current_leader(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -308,13 +279,11 @@ def log_appended_by_current_leader(s: State, cfg: ModelConfig, d: Design) -> boo
     R-13: a controller that is not the active one fails the write with
     NotControllerException; KIP-590: the controller is the single metadata writer (in KRaft,
     the quorum's leader)."""
-
     q = s.quorum
     for rec, _ in q.uncommitted:
         if rec.writer != q.leader or rec.epoch != q.epoch:
             return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -327,12 +296,10 @@ def envelope_never_nested(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-590 (draft revision): "the request shall never be forwarded twice"; F-10: a
     forwarded request is never forwarded again."""
-
     for m in s.network:
         if m.kind == ENVELOPE_REQUEST and m.hops > 1:
             return False
     return True
-
 
 
 def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -343,7 +310,6 @@ def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
     retryTimeoutMs and answers REQUEST_TIMED_OUT; F-16: an item in flight is bounded by the
     NetworkClient's request timeout from its send, not by the retry timeout (KAFKA-10667:
     forwarded requests retried indefinitely)."""
-
     now = s.now
     timeout = cfg.forward_timeout
     for node in s.nodes:
@@ -362,14 +328,12 @@ def forward_ends_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
     return True
 
 
-
 def forwarder_forgets_not_controller(s: State, cfg: ModelConfig, d: Design) -> bool:
     """After a NOT_CONTROLLER, the next attempt goes to a different or newer controller: no
     channel keeps a cached controller that answered NOT_CONTROLLER since it was discovered.
 
     F-21.4: NOT_CONTROLLER in the response -> disconnect, forget the controller, re-queue;
     KAFKA-12677 (NOT_CONTROLLER hidden inside an OK envelope kept the stale controller)."""
-
     for node in s.nodes:
         if node.alive:
             cached = node.channel.cached
@@ -378,16 +342,16 @@ def forwarder_forgets_not_controller(s: State, cfg: ModelConfig, d: Design) -> b
     return True
 
 
-
 # ------------------------------------------------------------------------------------------
 # P3 registration-converges
 
 
-def _appended_records(q):
-    """Every record of the metadata log, committed or only appended by the leader."""
-    yield from q.log
-    for rec, _ in q.uncommitted:
-        yield rec
+def _appended_records(q) -> tuple:
+    """Every record of the metadata log, committed or only appended by the leader (a tuple:
+    most states have nothing uncommitted, and then it is the log itself)."""
+    if not q.uncommitted:
+        return q.log
+    return q.log + tuple([rec for rec, _ in q.uncommitted])
 
 
 def _latest_registration(log, c: int, upto: int | None = None) -> int | None:
@@ -406,7 +370,6 @@ def registered_only_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool
 
     KIP-919: "Each controller will check that the controller registration for its ID is as
     expected. If it is not, it will re-register."; R-8."""
-
     nodes = s.nodes
     for c in cfg.controllers():
         node = nodes[c]
@@ -416,7 +379,6 @@ def registered_only_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool
     return True
 
 
-
 def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
     """A live controller whose replayed log shows its own incarnation registered for its ID
     believes it is registered (the converse of registered-only-if-log-agrees: together, its
@@ -424,7 +386,6 @@ def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
 
     KIP-919: "Each controller will check that the controller registration for its ID is as
     expected"; R-8 (the check runs on every metadata delta that touches its registration)."""
-
     if not _kraft_registration(cfg):
         return True
     for c in cfg.controllers():
@@ -435,7 +396,6 @@ def registered_if_log_agrees(s: State, cfg: ModelConfig, d: Design) -> bool:
     return True
 
 
-
 def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every RegisterControllerRecord, committed or appended, names an incarnation that its
     controller ran (this process run or an earlier one), never one it did not.
@@ -443,16 +403,14 @@ def registration_names_incarnation_it_ran(s: State, cfg: ModelConfig, d: Design)
     KIP-919: the registration includes "a randomly generated UUID uniquely identifying the
     specific incarnation of the controller" ("unique to each process run"); R-15 (the
     active controller copies the incarnation the request carries)."""
-
     nodes = s.nodes
     n_nodes = len(nodes)
-    for rec in _appended_tuple(s.quorum):
+    for rec in _appended_records(s.quorum):
         if rec.kind == REGISTER_CONTROLLER and not (
                 0 <= rec.controller_id < n_nodes
                 and 0 <= rec.incarnation_id <= nodes[rec.controller_id].incarnation):
             return False
     return True
-
 
 
 def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -462,7 +420,6 @@ def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Desi
     KIP-919: "This check is necessary to fix cases where a delayed message from an older
     incarnation of controller N somehow arrives later than a more recent registration";
     R-10; KAFKA-20247 (a timed-out registration never retried)."""
-
     if not _kraft_registration(cfg):
         return True
     q = s.quorum
@@ -475,8 +432,6 @@ def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Desi
     return True
 
 
-
-
 def one_registration_request_outstanding(s: State, cfg: ModelConfig, d: Design) -> bool:
     """A controller process run has at most one ControllerRegistrationRequest outstanding: its
     request on the way to the active controller, the record that controller appended for it
@@ -487,7 +442,6 @@ def one_registration_request_outstanding(s: State, cfg: ModelConfig, d: Design) 
     timeout closes the connection and takes its request and response with it (F-16, F-19).
     KIP-919: "the controller will send a ControllerRegistrationRequest" -- one registration,
     answered once, not a stream of duplicates."""
-
     if not _kraft_registration(cfg):
         return True
     for c in cfg.controllers():
@@ -523,17 +477,10 @@ def mutations_authorized_as_client(s: State, cfg: ModelConfig, d: Design) -> boo
 
     KIP-590 Routing Request Security: the controller authorizes the inner request with the
     forwarded principal; F-30; KAFKA-12294 (requests sent with the broker's principal)."""
-
-    if cfg.mode == ZK:
-        for w in s.zk.writes:
-            if not _client_authorized(cfg, w.req):
-                return False
-        return True
-    for r in s.quorum.log:
-        if r.kind == MUTATION_RECORD and not _client_authorized(cfg, r.client):
+    for req, _, _, _ in _applied(s, cfg):
+        if not _client_authorized(cfg, req):
             return False
     return True
-
 
 
 def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -542,17 +489,10 @@ def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -
 
     F-24 (ZK controller: envelope only on the privileged listener, else the connection is
     closed), F-25/F-28 (CLUSTER_ACTION on CLUSTER), L-18."""
-
-    if cfg.mode == ZK:
-        for w in s.zk.writes:
-            if w.via_envelope and (not w.sender_cluster_action or not w.privileged):
-                return False
-        return True
-    for r in s.quorum.log:
-        if r.kind == MUTATION_RECORD and r.via_envelope and not r.sender_cluster_action:
+    for _, via, privileged, sender_ok in _applied(s, cfg):
+        if via and (not sender_ok or (cfg.mode == ZK and not privileged)):
             return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -568,19 +508,17 @@ def envelopes_applied_only_where_accepted(s: State, cfg: ModelConfig, d: Design)
     the connection of an EnvelopeRequest; F-29a: a KRaft controller without a principal
     serde answers PRINCIPAL_DESERIALIZATION_FAILURE; KIP-590 Routing Request Security (the
     controller acts as the forwarded principal, so it must be able to read it)."""
-
     if cfg.mode == ZK:
         for w in s.zk.writes:
             if w.via_envelope and (not cfg.zk_forwarding
                                    or not cfg.nodes[w.writer].principal_serde):
                 return False
         return True
-    for rec in _appended_tuple(s.quorum):
+    for rec in _appended_records(s.quorum):
         if rec.kind == MUTATION_RECORD and rec.via_envelope and \
                 not cfg.nodes[rec.writer].principal_serde:
             return False
     return True
-
 
 
 def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -592,7 +530,6 @@ def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: 
     F-24: "EnvelopeRequest is only accepted on the privileged listener" (the control plane
     listener, else the inter-broker one, L-18); KAFKA-12168 (the trust boundary of
     envelopes); KIP-590 Routing Request Security."""
-
     if not _zk_mode(cfg):
         return True
     for w in s.zk.writes:
@@ -604,19 +541,16 @@ def client_envelopes_only_on_privileged_listener(s: State, cfg: ModelConfig, d: 
     return True
 
 
-
 def registrations_from_cluster_action(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every RegisterControllerRecord, committed or appended, was requested by a principal
     with CLUSTER_ACTION on the cluster.
 
     R-12: ControllerRegistrationRequest requires CLUSTER_ACTION on CLUSTER, else
     CLUSTER_AUTHORIZATION_FAILED; KIP-919 (the registration is an inter-controller RPC)."""
-
-    for rec in _appended_tuple(s.quorum):
+    for rec in _appended_records(s.quorum):
         if rec.kind == REGISTER_CONTROLLER and not rec.sender_cluster_action:
             return False
     return True
-
 
 
 def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -626,14 +560,12 @@ def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) ->
     D-1.2: ControllerApis.handleDescribeCluster "requires ALTER on CLUSTER (not DESCRIBE!)",
     else CLUSTER_AUTHORIZATION_FAILED; KIP-919 (admin clients talking to controllers
     directly see the controllers' endpoints)."""
-
     clients = s.clients
     for c in _describers_without_alter(cfg):
         for r in clients[c].responses:
             if r.code == kafka.NONE:
                 return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -646,7 +578,6 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
 
     KIP-103: "the list of endpoints they get back is restricted to the listener name of the
     endpoint where they made the request"; L-27; R-21; D-3."""
-
     clients = s.clients
     for c, spec in enumerate(cfg.clients):
         for resp in clients[c].responses:
@@ -658,7 +589,6 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
                 if listener != want_listener or cfg.nodes[node].role != want_role:
                     return False
     return True
-
 
 
 def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -673,7 +603,6 @@ def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     L-27: a broker answers with the endpoints of the alive brokers on the request's
     listener; KIP-103: "the list of endpoints they get back is restricted to the listener
     name of the endpoint where they made the request" (restricted to it, not emptied)."""
-
     if not _brokers_list_themselves(cfg):
         return True
     for c, spec in enumerate(cfg.clients):
@@ -686,7 +615,6 @@ def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     return True
 
 
-
 def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every endpoint a DescribeCluster answer hands a client has a host and a port it can
     connect to: none is an advertised listener as configured with a blank host or port 0.
@@ -695,7 +623,6 @@ def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bo
     communicate with this controller"; EP-1, EP-4 (a node resolves a blank host and port 0
     before it registers: "Cannot serialize ephemeral port 0 in ListenerInfo."), R-5; L-15
     (no advertised endpoint a client cannot route to); KAFKA-15458."""
-
     clients = s.clients
     for c in range(len(cfg.clients)):
         for r in clients[c].responses:
@@ -703,7 +630,6 @@ def returned_endpoints_are_resolved(s: State, cfg: ModelConfig, d: Design) -> bo
                 if e[2] == UNRESOLVED_ENDPOINTS:
                     return False
     return True
-
 
 
 def _registered_endpoints_by_prefix(log, cfg: ModelConfig, role: str, listener: int):
@@ -753,7 +679,6 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
     (describeClusterControllers: every registration with an endpoint named like the request's
     listener); L-27 (KRaftMetadataCache.getAliveBrokerNodes: the registered brokers that are
     not fenced); KIP-103 (restricted to the request's listener)."""
-
     log = s.quorum.log
     for c, role, listener in _kraft_describers(cfg):
         for r in s.clients[c].responses:
@@ -761,7 +686,6 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
                     log, cfg, role, listener):
                 return False
     return True
-
 
 
 def zk_registration_carries_current_endpoints(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -772,12 +696,10 @@ def zk_registration_carries_current_endpoints(s: State, cfg: ModelConfig, d: Des
     endpoints (since KAFKA-6573)"; ZB-9 (a dynamic update rewrites /brokers/ids/N); KIP-103
     (clients are handed the registered endpoints of the listener they use, so those must be
     the broker's own)."""
-
     if not _zk_broker_registration(cfg):
         return True
     return all(s.zk.broker_ids[b] == s.nodes[b].listeners_version for b in cfg.brokers()
                if s.nodes[b].alive and not s.nodes[b].session_expired)
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -800,7 +722,6 @@ def acknowledged_mutation_is_durable(s: State, cfg: ModelConfig, d: Design) -> b
 
     KIP-590: "a successful update shall be eventually guaranteed"; R-17: the response is
     sent only after the record is committed."""
-
     clients = s.clients
     for c in _mutating_clients(cfg):
         for r in clients[c].responses:
@@ -811,13 +732,11 @@ def acknowledged_mutation_is_durable(s: State, cfg: ModelConfig, d: Design) -> b
     return True
 
 
-
 def acknowledged_mutation_visible(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Once quiescent, an acknowledged mutation is visible to every live broker (each has
     replayed it).
 
     KIP-590: "a successful update shall be eventually guaranteed"."""
-
     if not _kraft_mode(cfg):
         return True
     for c, spec in enumerate(cfg.clients):
@@ -831,7 +750,6 @@ def acknowledged_mutation_visible(s: State, cfg: ModelConfig, d: Design) -> bool
     return True
 
 
-
 # ------------------------------------------------------------------------------------------
 # P7 client-error-mapping
 
@@ -841,7 +759,6 @@ def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> 
     UNKNOWN_SERVER_ERROR, or (UNSUPPORTED_VERSION) as a closed connection.
 
     KIP-590 EnvelopeResponse Handling; table 1.6 of docs/rules.md."""
-
     forged = _forged_clients(cfg)
     clients = s.clients
     for c in range(len(cfg.clients)):
@@ -858,7 +775,6 @@ def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> 
     return True
 
 
-
 # ------------------------------------------------------------------------------------------
 # P8 api-version-intersection
 
@@ -868,7 +784,6 @@ def advertised_versions_within_controller(s: State, cfg: ModelConfig, d: Design)
     for forwardable APIs are inside the controller's range.
 
     KIP-590 ApiVersion Consistency; F-35 (intersectForwardableApis); KAFKA-10674."""
-
     nodes = s.nodes
     for b in cfg.brokers():
         node = nodes[b]
@@ -876,7 +791,6 @@ def advertised_versions_within_controller(s: State, cfg: ModelConfig, d: Design)
                 advertised_version(s, cfg, d, b) > node.ctrl_versions:
             return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -887,12 +801,10 @@ def at_most_one_final_response(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Each client request gets at most one final response.
 
     KIP-590: the forwarder completes each request once: "retry until timeout"."""
-
     for cl in s.clients:
         if len(cl.responses) > 1:
             return False
     return True
-
 
 
 def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -905,10 +817,7 @@ def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design
 
     KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"; F-16,
     F-17, F-19 (KAFKA-10667: without the timeout, admin calls hang)."""
-
-    c = -1
-    for cl in s.clients:
-        c += 1
+    for c, cl in enumerate(s.clients):
         if not cl.forwarded or cl.responses:
             continue
         ch = s.nodes[cfg.clients[c].node].channel
@@ -925,18 +834,15 @@ def forwarded_request_answered_by_deadline(s: State, cfg: ModelConfig, d: Design
     return True
 
 
-
 def every_request_answered(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Once quiescent, every request sent has its final response (bounded liveness: the
     deadlines make the wait finite).
 
     KIP-590: "If the top level error code is NOT_CONTROLLER, retry until timeout"."""
-
     for cl in s.clients:
         if cl.sent and len(cl.responses) != 1:
             return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -951,20 +857,16 @@ def broker_epoch_changes_with_incarnation(s: State, cfg: ModelConfig, d: Design)
     KAFKA-16952: "the broker epoch ... is meant to only be bumped on broker restart" (a
     re-registration of the same incarnation keeps it); BR-3 (a new incarnation's epoch is
     the next write offset, so it differs from every earlier one); BR-5."""
-
-    last = None
-    for rec in _appended_tuple(s.quorum):
+    last = {}
+    for rec in _appended_records(s.quorum):
         if rec.kind != REGISTER_BROKER:
             continue
-        if last is None:
-            last = {}
         prev = last.get(rec.broker_id)
         if prev is not None and ((prev.incarnation_id == rec.incarnation_id)
                                  != (prev.broker_epoch == rec.broker_epoch)):
             return False
         last[rec.broker_id] = rec
     return True
-
 
 
 def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -976,7 +878,6 @@ def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bo
     epoch X, but got broker epoch Y"); BL-11 (the broker never re-registers after
     STALE_BROKER_EPOCH, so a wrong answer leaves a live broker unable to heartbeat until its
     session runs out and it is fenced)."""
-
     if not _broker_registration(cfg):
         return True
     for m in s.network:
@@ -989,7 +890,6 @@ def current_broker_never_told_stale(s: State, cfg: ModelConfig, d: Design) -> bo
     return True
 
 
-
 def broker_fenced_only_after_session_expired(s: State, cfg: ModelConfig, d: Design) -> bool:
     """Every fence of a broker, committed or appended, came after its session expired: the
     active controller had not heard from it for more than the session timeout.
@@ -997,14 +897,12 @@ def broker_fenced_only_after_session_expired(s: State, cfg: ModelConfig, d: Desi
     BH-9: the fence timer fences the least recently contacted unfenced broker only if it has
     no valid session (strictly more than the session timeout since its last contact); BH-1
     (broker.session.timeout.ms); KAFKA-15019 is what fencing a live broker costs."""
-
     timeout = cfg.session_timeout
-    for rec in _appended_tuple(s.quorum):
+    for rec in _appended_records(s.quorum):
         if rec.kind == BROKER_REGISTRATION_CHANGE and rec.fenced == FENCED \
                 and not rec.silence > timeout:
             return False
     return True
-
 
 
 def _replay_broker_record(brokers: dict, rec) -> bool:
@@ -1038,7 +936,6 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
     BH-7: a fenced broker whose heartbeat shows it has replayed its own RegisterBrokerRecord
     (and does not want to be fenced) becomes UNFENCED; BH-9: only a session that runs out
     fences it; BL-10/BL-11: a registered broker keeps heartbeating."""
-
     if not _broker_registration(cfg):
         return True
     q = s.quorum
@@ -1052,7 +949,6 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
                 and cur[0].broker_epoch == node.broker_epoch and cur[1]):
             return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -1080,12 +976,10 @@ def created_topics_pass_policy(s: State, cfg: ModelConfig, d: Design) -> bool:
     the CreateTopicPolicy. This is in fact a hole in the topic creation logic that we should
     fix"; AT-5 (ReplicationControlManager runs create.topic.policy.class.name), AT-6 (no
     exemption for internal topics)."""
-
     if not _has_topic_policy(cfg):
         return True
     return all(name not in cfg.create_topic_policy
                for name in _created_topics(_appended_records(s.quorum), cfg))
-
 
 
 def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) -> bool:
@@ -1097,14 +991,12 @@ def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) 
     the active controller "while waiting for the response in the mean time"; "if a
     MetadataRequest tries to create an internal topic but failed, receiving broker will reply a
     fatal error to let the client fail fast" (POLICY_VIOLATION from Metadata v10)."""
-
     clients = s.clients
     for c in _refused_metadata_clients(cfg):
         for r in clients[c].responses:
             if r.code in (kafka.UNKNOWN_TOPIC_OR_PARTITION, kafka.LEADER_NOT_AVAILABLE):
                 return False
     return True
-
 
 
 # ------------------------------------------------------------------------------------------
@@ -1134,7 +1026,6 @@ def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
     version F of NAME')"; KAFKA-17305: "Quorum controller should check the finalized
     kraft.version during broker registration" (a broker whose registration omits kraft.version
     supports only level 0)."""
-
     if not _broker_registration(cfg):
         return True
     mv = kafka.MINIMUM_KRAFT_VERSION
@@ -1149,7 +1040,6 @@ def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
                 if not _supports(features, name, level):
                     return False
     return True
-
 
 
 PROPERTIES = (

@@ -7,7 +7,6 @@ import json
 
 from bench import por
 from model import next as N
-from model.state import Node
 from properties import footprint as FP
 from properties import registry as R
 from properties.kafka_spec import KafkaSpec
@@ -81,7 +80,6 @@ def test_clause_reads_a_node_field():
     s = N.initial_state(cfg)
     _, reads = FP.reads_of(clause.holds, s, cfg, d)
     assert ("node", 0, "ctrl_versions") in reads or ("node", 0, "alive") in reads
-    assert all(isinstance(n, Node) for n in s.nodes)        # the state itself is untouched
 
 
 def test_bench_por_keeps_the_verdict(tmp_path):
