@@ -22,8 +22,8 @@ def _one_pass(unknown_field):
         values = list(obj)
         index = obj._index
         try:
-            for name, value in changes.items():
-                values[index[name]] = value
+            for name in changes:
+                values[index[name]] = changes[name]
         except KeyError:
             raise unknown_field(obj, [n for n in changes if n not in index]) from None
         return _tuple_new(obj.__class__, values)
