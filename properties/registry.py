@@ -93,9 +93,16 @@ def _zk_broker_registration(cfg: ModelConfig) -> bool:
     return bool(cfg.zk_broker_registration)
 
 
-def _brokers_list_themselves(cfg: ModelConfig) -> bool:
-    """No broker registration of either kind: a broker's own DescribeCluster answer lists it."""
-    return not (cfg.broker_registration or cfg.zk_broker_registration)
+@_per_config
+def _broker_self_describers(cfg: ModelConfig) -> tuple:
+    """(client, (its node, its listener index)) for every client that sends DescribeCluster to
+    a broker, where brokers do not register (of either kind): such a broker's own answer lists
+    it; () where they register."""
+    if cfg.broker_registration or cfg.zk_broker_registration:
+        return ()
+    return tuple((c, (spec.node, cfg.listener_index(spec.listener)))
+                 for c, spec in enumerate(cfg.clients)
+                 if spec.kind == DESCRIBE and cfg.nodes[spec.node].role == BROKER)
 
 
 def _has_topic_policy(cfg: ModelConfig) -> bool:
@@ -560,6 +567,8 @@ def controller_describe_requires_alter(s: State, cfg: ModelConfig, d: Design) ->
     D-1.2: ControllerApis.handleDescribeCluster "requires ALTER on CLUSTER (not DESCRIBE!)",
     else CLUSTER_AUTHORIZATION_FAILED; KIP-919 (admin clients talking to controllers
     directly see the controllers' endpoints)."""
+    if not _describers_without_alter(cfg):
+        return True
     clients = s.clients
     for c in _describers_without_alter(cfg):
         for r in clients[c].responses:
@@ -603,12 +612,9 @@ def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     L-27: a broker answers with the endpoints of the alive brokers on the request's
     listener; KIP-103: "the list of endpoints they get back is restricted to the listener
     name of the endpoint where they made the request" (restricted to it, not emptied)."""
-    if not _brokers_list_themselves(cfg):
+    if not _broker_self_describers(cfg):
         return True
-    for c, spec in enumerate(cfg.clients):
-        if spec.kind != DESCRIBE or cfg.nodes[spec.node].role != BROKER:
-            continue
-        own = (spec.node, cfg.listener_index(spec.listener))
+    for c, own in _broker_self_describers(cfg):
         for r in s.clients[c].responses:
             if r.code == kafka.NONE and not any(e[:2] == own for e in r.endpoints):
                 return False
@@ -679,6 +685,8 @@ def describe_lists_registered_endpoints(s: State, cfg: ModelConfig, d: Design) -
     (describeClusterControllers: every registration with an endpoint named like the request's
     listener); L-27 (KRaftMetadataCache.getAliveBrokerNodes: the registered brokers that are
     not fenced); KIP-103 (restricted to the request's listener)."""
+    if not _kraft_describers(cfg):
+        return True
     log = s.quorum.log
     for c, role, listener in _kraft_describers(cfg):
         for r in s.clients[c].responses:
@@ -991,6 +999,8 @@ def auto_creation_refusal_reaches_client(s: State, cfg: ModelConfig, d: Design) 
     the active controller "while waiting for the response in the mean time"; "if a
     MetadataRequest tries to create an internal topic but failed, receiving broker will reply a
     fatal error to let the client fail fast" (POLICY_VIOLATION from Metadata v10)."""
+    if not _refused_metadata_clients(cfg):
+        return True
     clients = s.clients
     for c in _refused_metadata_clients(cfg):
         for r in clients[c].responses:
@@ -1098,10 +1108,10 @@ PROPERTIES = (
              "KIP-103; KIP-919; L-27; R-21; D-1..D-3; EP-1..EP-6",
              (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),
               Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself,
-                     _brokers_list_themselves),
+                     _broker_self_describers),
               Clause("returned-endpoints-are-resolved", ALWAYS, returned_endpoints_are_resolved),
               Clause("describe-lists-registered-endpoints", ALWAYS,
-                     describe_lists_registered_endpoints),
+                     describe_lists_registered_endpoints, _kraft_describers),
               Clause("zk-registration-carries-current-endpoints", QUIESCENT,
                      zk_registration_carries_current_endpoints, _zk_broker_registration))),
     Property("P6", "acknowledged-durable",
@@ -1136,7 +1146,7 @@ PROPERTIES = (
               Clause("registrations-from-cluster-action", ALWAYS,
                      registrations_from_cluster_action),
               Clause("controller-describe-requires-alter", ALWAYS,
-                     controller_describe_requires_alter))),
+                     controller_describe_requires_alter, _describers_without_alter))),
     Property("P10", "broker-epochs",
              "a broker's epoch changes exactly when its incarnation does; a live broker holding "
              "its current registration is never told its epoch is stale, is fenced only after its "
@@ -1158,7 +1168,7 @@ PROPERTIES = (
              (Clause("created-topics-pass-policy", ALWAYS, created_topics_pass_policy,
                      _has_topic_policy),
               Clause("auto-creation-refusal-reaches-client", ALWAYS,
-                     auto_creation_refusal_reaches_client))),
+                     auto_creation_refusal_reaches_client, _refused_metadata_clients))),
     Property("P12", "supported-features",
              "every broker registration in the metadata log is of a process run whose software "
              "supports every finalized feature at its finalized level, a feature its "
