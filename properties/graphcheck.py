@@ -66,7 +66,8 @@ state owes a goal that no path without a fault (the explorer re-run from it) mee
 from __future__ import annotations
 
 from array import array
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import sub
 from typing import NamedTuple
 
 __all__ = ["SETTLE", "DEADLOCK", "PROGRESS", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
@@ -152,46 +153,51 @@ def _targets(rec: GraphRecorder, fp_levels) -> array:
     return array("I", map(ids.__getitem__, rec.succ_fps))
 
 
-def _reversed(n: int, off, tgt, keep=None):
-    """Reversed adjacency (CSR) of the transitions (those with ``keep[k]`` true, if given):
-    the predecessors of j are ``rev[start[j]:start[j + 1]]``."""
-    counts = [0] * (n + 1)
-    if keep is None:
+class _Reversed:
+    """The transitions reversed, once for every check: the transitions into state j are the
+    transition numbers ``rev[start[j]:start[j + 1]]`` (in increasing order), and transition k
+    leaves state ``src[k]``."""
+
+    __slots__ = ("start", "rev", "src")
+
+    def __init__(self, n: int, off, tgt):
+        counts = [0] * (n + 1)
         for j in tgt:
             counts[j + 1] += 1
-    else:
-        for j, kept in zip(tgt, keep):
-            if kept:
-                counts[j + 1] += 1
-    start = array("I", accumulate(counts))
-    fill = list(start[:n])
-    rev = array("I", bytes(4 * start[n]))
+        self.start = start = array("I", accumulate(counts))
+        fill = list(start[:n])
+        self.rev = rev = array("I", bytes(4 * start[n]))
+        for k, j in enumerate(tgt):
+            rev[fill[j]] = k
+            fill[j] += 1
+        # state i's transitions are off[i]:off[i + 1]
+        self.src = array("I", chain.from_iterable(
+            map(repeat, range(n), map(sub, islice(off, 1, None), off))))
+
+
+def _backward(good: bytearray, rv: _Reversed, keep=None) -> bytearray:
+    """Mark every state from which a marked one is reachable (in place), along every
+    transition, or those with ``keep[k]`` true."""
+    start, rev, src = rv.start, rv.rev, rv.src
+    todo = list(compress(range(len(good)), good))
+    pop, push = todo.pop, todo.append
     if keep is None:
-        for i in range(n):
-            for k in range(off[i], off[i + 1]):
-                j = tgt[k]
-                rev[fill[j]] = i
-                fill[j] += 1
+        while todo:
+            j = pop()
+            for k in rev[start[j]:start[j + 1]]:
+                i = src[k]
+                if not good[i]:
+                    good[i] = 1
+                    push(i)
     else:
-        for i in range(n):
-            for k in range(off[i], off[i + 1]):
+        while todo:
+            j = pop()
+            for k in rev[start[j]:start[j + 1]]:
                 if keep[k]:
-                    j = tgt[k]
-                    rev[fill[j]] = i
-                    fill[j] += 1
-    return start, rev
-
-
-def _backward(good: bytearray, start, rev) -> bytearray:
-    """Mark every state from which a marked one is reachable (in place)."""
-    todo = [i for i in range(len(good)) if good[i]]
-    while todo:
-        j = todo.pop()
-        for k in range(start[j], start[j + 1]):
-            i = rev[k]
-            if not good[i]:
-                good[i] = 1
-                todo.append(i)
+                    i = src[k]
+                    if not good[i]:
+                        good[i] = 1
+                        push(i)
     return good
 
 
@@ -208,14 +214,14 @@ def check(rec: GraphRecorder, fp_levels):
     first = status.find(DEADLOCKED)
     if first >= 0:
         return DEADLOCK, first, tgt, 1, None
+    rv = None
     if status.count(SETTLED) != n:
-        start, rev = _reversed(n, off, tgt)
-        good = _backward(status.translate(_GOOD), start, rev)
-        del start, rev
+        rv = _Reversed(n, off, tgt)
+        good = _backward(status.translate(_GOOD), rv)
         first = good.find(0)
         if first >= 0:
             return SETTLE, first, tgt, n - sum(good), None
-    return _progress(rec, tgt)
+    return _progress(rec, tgt, rv)
 
 
 MAX_GOALS = 32                              # goal marks: two bits per goal in 64 bits
@@ -231,9 +237,10 @@ def _is_strict(strict: tuple, goal: int) -> bool:
     return goal < len(strict) and bool(strict[goal])
 
 
-def _progress(rec: GraphRecorder, tgt):
+def _progress(rec: GraphRecorder, tgt, rv: _Reversed | None = None):
     """PROGRESS: for each goal, every state that owes it reaches one where it is met along
-    transitions that are not faults (nor timeouts, for a strict goal)."""
+    transitions that are not faults (nor timeouts, for a strict goal).  ``rv``: the reversed
+    transitions, if SETTLE built them."""
     marks = rec.marks
     if marks is None:
         return None
@@ -244,15 +251,16 @@ def _progress(rec: GraphRecorder, tgt):
     if not goals:
         return None
     n = len(marks)
-    adjacency = {}                          # strict? -> reversed adjacency over allowed edges
+    if rv is None:
+        rv = _Reversed(n, rec.offsets, tgt)
+    allowed_of = {}                         # strict? -> the transitions a goal may use
     for g in goals:
         strict = _is_strict(rec.strict, g)
-        if strict not in adjacency:
-            allowed = rec.edge.translate(_ORDINARY if strict else _NOT_FAULT)
-            adjacency[strict] = _reversed(n, rec.offsets, tgt, allowed)
-        start, rev = adjacency[strict]
+        if strict not in allowed_of:
+            allowed_of[strict] = rec.edge.translate(_ORDINARY if strict else _NOT_FAULT)
         owe, done = 1 << (2 * g), 2 << (2 * g)
-        good = _backward(bytearray(1 if m & done else 0 for m in marks), start, rev)
+        good = _backward(bytearray(1 if m & done else 0 for m in marks), rv,
+                         allowed_of[strict])
         bad = [i for i in range(n) if marks[i] & owe and not good[i]]
         if bad:
             return PROGRESS, bad[0], tgt, len(bad), g
