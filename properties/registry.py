@@ -496,8 +496,8 @@ def envelopes_only_from_trusted_senders(s: State, cfg: ModelConfig, d: Design) -
 
     F-24 (ZK controller: envelope only on the privileged listener, else the connection is
     closed), F-25/F-28 (CLUSTER_ACTION on CLUSTER), L-18."""
-    for _, via, privileged, sender_ok in _applied(s, cfg):
-        if via and (not sender_ok or (cfg.mode == ZK and not privileged)):
+    for _, via, privileged, sender_ok in _applied(s, cfg):     # privileged: always in KRaft
+        if via and (not sender_ok or not privileged):
             return False
     return True
 
