@@ -37,7 +37,7 @@ them without the ensemble knowing what a tag means.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Union
 from collections.abc import Iterable
@@ -224,6 +224,25 @@ class _ZNode:
     data: bytes
     stat: Stat
     children: frozenset = frozenset()
+
+
+# The two Stat updates of a write, by the constructor (``dataclasses.replace`` looks every
+# field up by name: a tenth of a start-up's ZooKeeper work).
+
+def _children_changed(node: _ZNode, children: frozenset, zxid: int) -> _ZNode:
+    """``node`` with ``children``: cversion bumped, pzxid the transaction's, numChildren."""
+    st = node.stat
+    return _ZNode(node.data, Stat(st.czxid, st.mzxid, st.ctime, st.mtime, st.version,
+                                  st.cversion + 1, st.aversion, st.ephemeral_owner,
+                                  st.data_length, len(children), zxid), children)
+
+
+def _data_changed(node: _ZNode, data: bytes, zxid: int, now_ms: int) -> _ZNode:
+    """``node`` with ``data``: mzxid and mtime the transaction's, version bumped."""
+    st = node.stat
+    return _ZNode(data, Stat(st.czxid, zxid, st.ctime, now_ms, st.version + 1, st.cversion,
+                             st.aversion, st.ephemeral_owner, len(data), st.num_children,
+                             st.pzxid), node.children)
 
 
 @dataclass
@@ -520,9 +539,7 @@ class ZooKeeper:
             stat = Stat(zxid, zxid, now_ms, now_ms, 0, 0, 0, owner, len(op.data), 0, zxid)
             view[path] = _ZNode(bytes(op.data), stat)
             children = parent.children | {path[len(parent_path.rstrip('/')) + 1:]}
-            view[parent_path] = replace(parent, children=children, stat=replace(
-                parent.stat, cversion=parent.stat.cversion + 1, pzxid=zxid,
-                num_children=len(children)))
+            view[parent_path] = _children_changed(parent, children, zxid)
             if op.mode.ephemeral:
                 created_ephemeral.append(path)
             triggers.append(("created", path))
@@ -533,9 +550,9 @@ class ZooKeeper:
                 raise KeeperException(Code.NONODE, op.path)
             if op.version != MATCH_ANY_VERSION and op.version != node.stat.version:
                 raise KeeperException(Code.BADVERSION, op.path)
-            stat = replace(node.stat, mzxid=zxid, mtime=now_ms, version=node.stat.version + 1,
-                           data_length=len(op.data))
-            view[op.path] = replace(node, data=bytes(op.data), stat=stat)
+            changed = _data_changed(node, bytes(op.data), zxid, now_ms)
+            stat = changed.stat
+            view[op.path] = changed
             triggers.append(("changed", op.path))
             return OpResult("setData", stat=stat)
         if isinstance(op, DeleteOp):
@@ -559,9 +576,7 @@ class ZooKeeper:
         parent = get(parent_path)
         view[path] = None
         children = parent.children - {path.rsplit("/", 1)[1]}
-        view[parent_path] = replace(parent, children=children, stat=replace(
-            parent.stat, cversion=parent.stat.cversion + 1, pzxid=zxid,
-            num_children=len(children)))
+        view[parent_path] = _children_changed(parent, children, zxid)
 
     def _apply_delete(self, path: str, zxid: int) -> list:
         """Delete one znode outside a multi (session close); returns its watch triggers."""

@@ -56,6 +56,7 @@ observation ``writes``).
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections import deque
 from dataclasses import dataclass
@@ -354,9 +355,12 @@ def _parse_endpoint(connection_string: str, protocols: dict) -> EndPoint:
     return EndPoint(host or None, int(port), name, protocols.get(name, name))
 
 
+@functools.lru_cache(maxsize=4096)
 def decode_broker_info(broker_id: int, data: bytes) -> BrokerInfo:
     """``BrokerIdZNode.decode``: version 1 is one PLAINTEXT endpoint from host and port;
-    later versions list ``endpoints`` with the protocol map's protocols."""
+    later versions list ``endpoints`` with the protocol map's protocols.  Kept per (id,
+    bytes): a pure function whose result is immutable, and observers decode every
+    /brokers/ids znode at every step."""
     js = json.loads(data)
     version = int(js["version"])
     if version < 1:
@@ -1350,6 +1354,7 @@ class ZkCluster:
         ``claims_before_brokers_ready``.  ``entity_config_check``: how the brokers' own
         entity-config writes check the controller (MG-6, ``CHECK_*``)."""
         self.zk = ZooKeeper(tick_time_ms=tick_time_ms, start_ms=now_ms)
+        self._writes_seen: tuple = (0, ())     # (transactions scanned, their ZkWrites)
         self.create_broker_info = create_broker_info
         kraft = frozenset(kraft_controllers)
         self.brokers = [None if i in kraft else
@@ -1400,7 +1405,14 @@ class ZkCluster:
         return (0, 0) if got is None else (decode_controller_epoch(got[0]), got[1].version)
 
     def writes(self) -> tuple:
-        return zk_writes(self.zk)
+        """``zk_writes`` of the store, scanning only the transactions committed since the last
+        call (the transaction log only grows)."""
+        log = self.zk.txn_log
+        n, out = self._writes_seen
+        if n != len(log):
+            out += tuple(tuple(t.tag) for t in log[n:] if isinstance(t.tag, ZkWrite))
+            self._writes_seen = (len(log), out)
+        return out
 
     def registered_brokers(self) -> dict:
         """``/brokers/ids`` as an observer reads it: broker id -> (BrokerInfo, Stat)."""

@@ -266,7 +266,19 @@ class ClusterObservation:
         return runs[conn.src_run] if 0 <= conn.src_run < len(runs) else None
 
     def message_views(self) -> list:
-        return [self.view(m) for m in self.network.in_flight()]
+        """The views of the messages in flight.  A message's view is decoded once and kept
+        while it is in flight: its bytes, its connection, the request a response answers and
+        the process runs it names never change after it is sent."""
+        seen = self._views
+        kept: dict = {}
+        out = []
+        for m in self.network.in_flight():
+            hit = seen.get(m.id)
+            v = hit[1] if hit is not None and hit[0] is m else self.view(m)
+            kept[m.id] = (m, v)
+            out.append(v)
+        self._views = kept
+        return out
 
     def view(self, m: Message) -> MessageView:
         conn = self.conns.get(m.conn)

@@ -237,6 +237,7 @@ class ClusterWiring:
         self._zk_waiters: dict = {}     # (ZK controller, client id) -> who waits for the write
         self._origin: dict = {}         # (connection, correlation id) -> what the request was
         self._request_of: dict = {}     # response message id -> what its request was
+        self._views: dict = {}          # message id -> (message, its view), those in flight
         self._sent_on: dict = {}        # (node, run, correlation id) -> connection id
         self._correlation: dict = {}    # (node, run) -> the heartbeat channel's last id
         # TopicId -> the principal a controller created the topic as, for the TopicRecords of
