@@ -226,8 +226,9 @@ class _ZNode:
     children: frozenset = frozenset()
 
 
-# The two Stat updates of a write, by the constructor (``dataclasses.replace`` looks every
-# field up by name: a tenth of a start-up's ZooKeeper work).
+# The two Stat updates of a write, by the constructor: ``dataclasses.replace`` looks every
+# field up by name (0.9 of the 3.5 CPU-seconds that ZooKeeper writes took in a profile of one
+# conformance run on zk-broker-registration).
 
 def _children_changed(node: _ZNode, children: frozenset, zxid: int) -> _ZNode:
     """``node`` with ``children``: cversion bumped, pzxid the transaction's, numChildren."""
@@ -550,11 +551,9 @@ class ZooKeeper:
                 raise KeeperException(Code.NONODE, op.path)
             if op.version != MATCH_ANY_VERSION and op.version != node.stat.version:
                 raise KeeperException(Code.BADVERSION, op.path)
-            changed = _data_changed(node, bytes(op.data), zxid, now_ms)
-            stat = changed.stat
-            view[op.path] = changed
+            view[op.path] = changed = _data_changed(node, bytes(op.data), zxid, now_ms)
             triggers.append(("changed", op.path))
-            return OpResult("setData", stat=stat)
+            return OpResult("setData", stat=changed.stat)
         if isinstance(op, DeleteOp):
             if op.path == "/":
                 raise KeeperException(Code.BADARGUMENTS, op.path)

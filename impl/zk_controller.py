@@ -149,9 +149,10 @@ class ZkWrite(NamedTuple):
     writer_epoch: int
 
 
-def zk_writes(zk: ZooKeeper) -> tuple:
-    """The durable mutation writes in commit order, as ``(tag, writer, writer_epoch)``."""
-    return tuple(tuple(t.tag) for t in zk.txn_log if isinstance(t.tag, ZkWrite))
+def zk_writes(zk: ZooKeeper, start: int = 0) -> tuple:
+    """The durable mutation writes in commit order, as ``(tag, writer, writer_epoch)``, among
+    the transactions from index ``start`` of the log on."""
+    return tuple(tuple(t.tag) for t in zk.txn_log[start:] if isinstance(t.tag, ZkWrite))
 
 
 @dataclass(frozen=True)
@@ -1407,11 +1408,10 @@ class ZkCluster:
     def writes(self) -> tuple:
         """``zk_writes`` of the store, scanning only the transactions committed since the last
         call (the transaction log only grows)."""
-        log = self.zk.txn_log
         n, out = self._writes_seen
-        if n != len(log):
-            out += tuple(tuple(t.tag) for t in log[n:] if isinstance(t.tag, ZkWrite))
-            self._writes_seen = (len(log), out)
+        if n != len(self.zk.txn_log):
+            out += zk_writes(self.zk, n)
+            self._writes_seen = (len(self.zk.txn_log), out)
         return out
 
     def registered_brokers(self) -> dict:
