@@ -40,20 +40,14 @@ from bench.explore import git_commit, machine_info
 OUT = Path(__file__).parent / "results" / "symbolic.json"
 
 
-def _encoded(names) -> list:
-    """The configurations the Z3 encoding states every action of (it refuses the others:
-    fail closed, docs/proofs.md)."""
-    from model.configs import CONFIGS
-    from properties.symbolic.next import unencoded_actions
-    return [c for c in names if not unencoded_actions(CONFIGS[c])]
-
-
 def _targets(quick: bool) -> list[dict]:
     from model.config import VARIANTS
     from model.configs import TINY
+    from properties.symbolic.next import encoded_configs
     from properties.symbolic.props import SUPPORTED
     out = []
-    configs = _encoded(TINY)
+    # only what the encoding states: the engine refuses the others (fail closed)
+    configs = encoded_configs(TINY)
     configs = configs[:2] if quick else configs
     for config in configs:
         for pid in SUPPORTED:
@@ -72,7 +66,7 @@ def _targets(quick: bool) -> list[dict]:
         out.append({"kind": "gate", "config": config})
     if not quick:
         from model.configs import SMALL
-        for config in _encoded(SMALL):
+        for config in encoded_configs(SMALL):
             out.append({"kind": "bmc-deep", "config": config, "property": "P1", "depth": 12})
     return out
 
@@ -156,11 +150,13 @@ def main(argv=None) -> int:
                  "median_seconds": round(statistics.median(secs), 3)}
         results.append(entry)
         last = samples[-1]
-        what = ("refused" if last.get("status") == "refused"
-                else (last.get("status") or (f"found {last['length']} steps" if last.get("found")
-                                             else "not found"))
-                if t["kind"] not in ("crosscheck", "gate")
-                else ("ok" if last["ok"] else "MISMATCH"))
+        if last.get("status") == "refused":
+            what = "refused"
+        elif t["kind"] in ("crosscheck", "gate"):
+            what = "ok" if last["ok"] else "MISMATCH"
+        else:
+            what = last.get("status") or (f"found {last['length']} steps" if last.get("found")
+                                          else "not found")
         print(f"{entry['name']:<62} {entry['median_seconds']:7.2f} s  {what}", flush=True)
         doc = {"benchmark": "symbolic", "started": started, "commit": git_commit(),
                "machine": machine_info(), "runs_per_target": runs, "targets": results}

@@ -43,9 +43,8 @@ def plan(configs, variants, engines, *, symmetry: bool, seed: int) -> list:
         jobs += [("encoding", v.config, v.name) for v in variants if v.config in configs]
         # no proof is asked of a configuration that takes an action the encoding does not
         # state: its encoding job reports it "not encoded" (fail closed, docs/proofs.md)
-        from properties.symbolic.next import unencoded_actions
-        jobs += [("prove", c, pid) for c in configs for pid in SUPPORTED
-                 if not unencoded_actions(CONFIGS[c])]
+        from properties.symbolic.next import encoded_configs
+        jobs += [("prove", c, pid) for c in encoded_configs(configs) for pid in SUPPORTED]
     if "stateful" in engines:
         jobs += [("stateful", c, seed) for c in configs]
     if "conform" in engines:

@@ -147,6 +147,13 @@ def unencoded_actions(cfg: ModelConfig) -> tuple:
     return tuple(name for name, *_ in model_next._plan(cfg) if name not in ENCODINGS)
 
 
+def encoded_configs(names) -> tuple:
+    """The configurations among ``names`` (of ``model.configs.CONFIGS``) whose every action the
+    encoding states, in the same order: the ones the engine answers for."""
+    from model.configs import CONFIGS
+    return tuple(c for c in names if not unencoded_actions(CONFIGS[c]))
+
+
 def unencoded_reason(cfg: ModelConfig, missing: tuple) -> str:
     return (f"{cfg.name} takes {', '.join(missing)}, which the Z3 encoding "
             f"(properties/symbolic/actions.py) does not state")
