@@ -262,6 +262,21 @@ def test_bmc_finds_each_variant_and_the_model_replays_it(variant, pid):
     assert proof.cti is not None or proof.counterexample is not None
 
 
+@pytest.mark.parametrize("variant,pid", [("brokers-write-zk", "P1"),
+                                         ("registration-pending-stuck", "P3")])
+def test_bmc_beyond_the_shortest_finds_the_shortest(variant, pid):
+    """The first query asks for a violation at step k with the property holding at steps
+    1..k-1 (``engine._holds_before``): a shorter counterexample must still be found, padded by
+    stutters at the start, and then reported at the explorer's shortest length."""
+    from properties.explore import explore as bfs
+    from properties.kafka_spec import KafkaSpec
+    v = VARIANTS[variant]
+    shortest = len(bfs(KafkaSpec.named(v.config, variant)).trace)
+    res = bmc(get_config(v.config), v.design, pid, shortest + 4, variant)
+    assert res.found and res.depth == shortest
+    assert replay(res.trace()).reproduced
+
+
 # The ZK-to-KRaft migration's P1 variants (two seeded, one finding) on their home
 # configurations, and the depth of the explorer's shortest counterexample of each
 # (docs/design-variants.md)

@@ -113,22 +113,36 @@ def bmc(cfg: ModelConfig, design: Design, pid: str, k: int, variant: str = "corr
     res = BmcResult(cfg.name, variant, pid, 0, False, capacity=_capacity_text(lay))
     states, acts, steps = _unroll(enc, k, progress)
 
-    def violation(d):
-        return clause_terms(enc, states[d], pid)
+    built = {}
 
-    # 1. One fresh, non-incremental query at depth k: with stutter steps, "a violation within
+    def violation(d):
+        # built once per step: the first queries and the shortest search share them
+        if d not in built:
+            built[d] = clause_terms(enc, states[d], pid)
+        return built[d]
+
+    # 1. Fresh, non-incremental queries at depth k: with stutter steps, "a violation within
     #    k steps" is "a violation at step k".  Z3 preprocesses a whole query far better than
     #    an incremental one (zk-small, depth 12, no counterexample: 58 s depth by depth on
-    #    one solver, 5 s as one query), and the correct design's answer is this one query.
+    #    one solver, 5 s as one query), and the correct design's answer is these queries.
+    #    One query per clause, each with the property at the steps before (``_holds_before``):
+    #    a clause's refutation then needs only the last step, much as an induction step does,
+    #    where one query for them all made Z3 refute each clause along the whole path
+    #    (kraft-small, depth 12: 23.9 s against 76 s; docs/proofs.md).
     if progress:
         progress(k, k)
-    solver = _solver(timeout_s)
-    solver.add(*steps)
-    solver.add(z3.Not(And(*(f for _, f in violation(k)))))
-    r = solver.check()
-    if r == z3.unknown:
-        raise TimeoutError(f"Z3 gave up at depth {k}: {solver.reason_unknown()}")
-    if r == z3.unsat:
+    lemmas = _holds_before(violation, k)
+    for _, f in violation(k):
+        solver = _solver(timeout_s)
+        solver.add(*steps)
+        solver.add(*lemmas)
+        solver.add(z3.Not(f))
+        r = solver.check()
+        if r == z3.unknown:
+            raise TimeoutError(f"Z3 gave up at depth {k}: {solver.reason_unknown()}")
+        if r == z3.sat:
+            break
+    else:
         res.depth = k
         res.seconds = time.perf_counter() - t0
         return res
@@ -165,6 +179,20 @@ def _solver(timeout_s):
     if timeout_s:
         solver.set("timeout", int(timeout_s * 1000))
     return solver
+
+
+def _holds_before(violation, k: int) -> list:
+    """The property at steps 1..k-1, as lemmas for the query "violated at step k".
+
+    Sound because a stutter step is enabled everywhere and leaves the state as it is: a path
+    whose first violation is at step t <= k becomes one whose first violation is at step k by
+    k - t stutters at the start, where the state is the initial one, which satisfies the
+    property (checked here: otherwise no lemma, and the path of length 0 is the answer).
+    With them Z3 refutes each clause at step k from the property at step k - 1, much as an
+    induction step does, instead of along the whole path (``bmc``'s first queries)."""
+    if k < 2 or not z3.is_true(z3.simplify(And(*(f for _, f in violation(0))))):
+        return []
+    return [And(*(f for _, f in violation(t))) for t in range(1, k)]
 
 
 def _unroll(enc: Encoding, k: int, progress=None):
