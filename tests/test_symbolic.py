@@ -277,6 +277,16 @@ def test_bmc_beyond_the_shortest_finds_the_shortest(variant, pid):
     assert replay(res.trace()).reproduced
 
 
+def test_no_lemmas_when_the_initial_state_violates():
+    """The padding argument needs the initial state to satisfy the property: where it does
+    not, ``_holds_before`` adds nothing (the path of length 0 is then the answer)."""
+    from properties.symbolic.engine import _holds_before
+    ok, bad = [("c", z3.BoolVal(True))], [("c", z3.BoolVal(False))]
+    assert len(_holds_before(lambda d: ok, 5)) == 4
+    assert _holds_before(lambda d: bad if d == 0 else ok, 5) == []
+    assert _holds_before(lambda d: ok, 1) == []
+
+
 # The ZK-to-KRaft migration's P1 variants (two seeded, one finding) on their home
 # configurations, and the depth of the explorer's shortest counterexample of each
 # (docs/design-variants.md)
