@@ -75,11 +75,14 @@ def _print_trace(trace, out) -> None:
 
 
 def cmd_explore(args) -> int:
-    from properties.explore import explore, write_dot, write_graphml
+    from properties.explore import INTERRUPTED, explore, write_dot, write_graphml
     from properties.registry import BY_ID
     spec = _spec(args.config, args.variant)
     if args.max_states is not None and args.max_states < 1:
         raise BadInput("--max-states must be a positive number")
+    if args.max_seconds is not None and not (args.max_seconds > 0
+                                             and math.isfinite(args.max_seconds)):
+        raise BadInput("--max-seconds must be a positive number of seconds")
     _check_outputs(args, "trace_out", "itf_out", "graph_out")
     progress = None if args.quiet else sys.stderr
     try:
@@ -95,6 +98,8 @@ def cmd_explore(args) -> int:
         if args.spark:
             if args.graph_out:
                 raise BadInput("--graph-out is not available with --spark")
+            if args.max_seconds is not None:
+                raise BadInput("--max-seconds is not available with --spark")
             from kipcheck.campaign.spark import SparkUnavailable, explore_spark
             try:
                 result = explore_spark(spec, master=args.master, symmetry=args.symmetry,
@@ -108,7 +113,8 @@ def cmd_explore(args) -> int:
             result = explore(spec, symmetry=args.symmetry, max_states=args.max_states,
                              max_depth=args.max_depth, progress=progress,
                              graph=bool(args.graph_out),
-                             graph_checks=not args.no_graph_checks, workers=workers)
+                             graph_checks=not args.no_graph_checks, workers=workers,
+                             max_seconds=args.max_seconds, interruptible=True)
     except ValueError as e:                                  # graph too large, bad bounds
         raise BadInput(str(e)) from None
     out = sys.stdout
@@ -183,7 +189,7 @@ def cmd_explore(args) -> int:
         if not result.complete:
             print(f"INCOMPLETE: the search stopped early ({result.stop_reason}); no verdict "
                   f"for the states not explored", file=out)
-            return EXIT_INCONCLUSIVE
+            return EXIT_INTERRUPTED if result.stop_reason == INTERRUPTED else EXIT_INCONCLUSIVE
         if result.witnesses_missing:
             print(f"WITNESS MISSING: {', '.join(result.witnesses_missing)} never reached: "
                   f"the model may do nothing where it should (exit 4, not a violation)",
@@ -1051,6 +1057,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--symmetry", action="store_true", help="reduce by symmetry (DESIGN 3.3)")
     e.add_argument("--max-states", type=int, help="stop after this many distinct states")
     e.add_argument("--max-depth", type=int, help="explore no deeper than this")
+    e.add_argument("--max-seconds", type=float, metavar="S",
+                   help="stop the search after S seconds and report the levels it finished "
+                        "(exit 3, as for --max-states); Ctrl-C stops it the same way (exit "
+                        "130), a second Ctrl-C at once")
     e.add_argument("--spark", action="store_true",
                    help="explore on Spark, the frontier partitioned by state fingerprint (for "
                    "state spaces beyond one machine; on one machine up to 2x the time of one "

@@ -87,6 +87,60 @@ _PROGRESS_EVERY = 1.0           # seconds between progress lines
 _CHUNK = 2048                   # states expanded between two progress/clock checks
 _SMALL_LEVEL = 64               # a level is "small" below
 _SMALL_SHARE = 512              # max(_SMALL_LEVEL, distinct / _SMALL_SHARE) states
+STOPPED = -1                    # what an expansion returns when asked to stop (no violation)
+INTERRUPTED = "interrupted"     # stop reasons of a search asked to stop: Ctrl-C, the time budget
+MAX_SECONDS = "max_seconds"
+
+
+class Stopper:
+    """When a long search should stop early, checked between chunks of states: ``max_seconds``
+    after it was made, or (``interruptible``, in the main thread) at the first Ctrl-C.  The
+    first SIGINT only sets a flag (and calls ``on_interrupt``, e.g. to tell worker processes),
+    so the search ends at the next chunk with the levels it stored, as an incomplete result
+    whose ``stop_reason`` is ``"interrupted"``; a second SIGINT raises KeyboardInterrupt as
+    usual (for a search that does not check: the whole-graph checks, a trace being rebuilt).
+    Use as a context manager: the previous SIGINT handler is restored on exit."""
+
+    def __init__(self, max_seconds: float | None = None, interruptible: bool = False,
+                 on_interrupt=None):
+        if max_seconds is not None and not max_seconds > 0:
+            raise ValueError("max_seconds must be a positive number of seconds")
+        self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        self.interruptible = interruptible
+        self.on_interrupt = on_interrupt
+        self.reason: str | None = None
+        self._previous = None
+
+    @property
+    def active(self) -> bool:
+        """Is there anything to check at all?"""
+        return self.deadline is not None or self.interruptible
+
+    def should_stop(self) -> bool:
+        if self.reason is None and self.deadline is not None and time.monotonic() >= self.deadline:
+            self.reason = MAX_SECONDS
+        return self.reason is not None
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self.reason == INTERRUPTED:
+            raise KeyboardInterrupt
+        self.reason = INTERRUPTED
+        if self.on_interrupt is not None:
+            self.on_interrupt()
+
+    def __enter__(self) -> Stopper:
+        if self.interruptible:
+            import signal
+            import threading
+            if threading.current_thread() is threading.main_thread():
+                self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            import signal
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 class ReplayError(Exception):
@@ -285,8 +339,8 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
                 if f != here and f not in nxt:
                     nxt[f] = s
                     npar[f] = idx
-        if tick is not None:
-            tick(end, nxt)
+        if tick is not None and tick(end, nxt):
+            return nxt, npar, STOPPED
     return nxt, npar, None
 
 
@@ -327,8 +381,8 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
                     nxt[f] = s
                     npar[f] = idx
             offsets.append(len(out))
-        if tick is not None:
-            tick(end, nxt)
+        if tick is not None and tick(end, nxt):
+            return nxt, npar, STOPPED
     return nxt, npar, None
 
 
@@ -368,8 +422,8 @@ def _expand_general(cur, cur_fps, successors, violation, fingerprint, acount, ti
                     note_step_witnesses(witnesses_hit, scopes, wanted, reached, state, st, s)
             if rec is not None:
                 rec.offsets.append(len(rec.succ_fps))
-        if tick is not None:
-            tick(end, nxt)
+        if tick is not None and tick(end, nxt):
+            return nxt, npar, STOPPED
     return nxt, npar, None
 
 
@@ -377,7 +431,8 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
             max_depth: int | None = None, progress=None, graph: bool = False,
             stop_at_violation: bool = True, keep_fingerprints: bool = False,
             graph_checks: bool = True, pause_gc: bool = True,
-            workers: int | None = None) -> ExploreResult:
+            workers: int | None = None, max_seconds: float | None = None,
+            interruptible: bool = False) -> ExploreResult:
     """Breadth-first exploration of ``spec`` (see the module docstring).
 
     ``symmetry``: fingerprint ``spec.canonical(state)`` instead of the state.  ``max_states``:
@@ -397,7 +452,12 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
     every live state again and again as the frontier grows) and back on at the end.
     ``workers``: share the expansion of each level among that many processes
     (properties/parallel.py; the same result, ``seconds`` in wall time); 1 or None: this
-    process only.  Not with ``graph``."""
+    process only.  Not with ``graph``.  ``max_seconds``: stop the search once that much time
+    has passed; ``interruptible``: stop it at the first Ctrl-C (``Stopper``).  Either stops it
+    between two chunks of states, drops the level being expanded and returns the levels stored
+    so far as an incomplete result (``stop_reason`` ``"max_seconds"`` or ``"interrupted"``);
+    the whole-graph checks are not run (they need the whole graph)."""
+    stopper = Stopper(max_seconds, interruptible)
     if workers is not None and workers > 1:
         if graph:
             raise ValueError("graph export needs workers=1")
@@ -405,20 +465,22 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
         return explore_parallel(spec, workers, symmetry=symmetry, max_states=max_states,
                                 max_depth=max_depth, progress=progress,
                                 stop_at_violation=stop_at_violation,
-                                keep_fingerprints=keep_fingerprints, graph_checks=graph_checks)
-    if not pause_gc or not gc.isenabled():
-        return _explore(spec, symmetry, max_states, max_depth, progress, graph,
-                        stop_at_violation, keep_fingerprints, graph_checks)
-    gc.disable()
-    try:
-        return _explore(spec, symmetry, max_states, max_depth, progress, graph,
-                        stop_at_violation, keep_fingerprints, graph_checks)
-    finally:
-        gc.enable()
+                                keep_fingerprints=keep_fingerprints, graph_checks=graph_checks,
+                                stopper=stopper)
+    with stopper:
+        if not pause_gc or not gc.isenabled():
+            return _explore(spec, symmetry, max_states, max_depth, progress, graph,
+                            stop_at_violation, keep_fingerprints, graph_checks, stopper)
+        gc.disable()
+        try:
+            return _explore(spec, symmetry, max_states, max_depth, progress, graph,
+                            stop_at_violation, keep_fingerprints, graph_checks, stopper)
+        finally:
+            gc.enable()
 
 
 def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_violation,
-             keep_fingerprints, graph_checks) -> ExploreResult:
+             keep_fingerprints, graph_checks, stopper=None) -> ExploreResult:
     if max_states is not None and max_states < 0:
         raise ValueError("max_states must be >= 0")
     if max_depth is not None and max_depth < 0:
@@ -518,11 +580,18 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
                   f"{_fmt(st['initial'] + sum(acount.values()))}  {rate:,.0f} distinct/s  "
                   f"frontier {_fmt(cur_len)} (+{_fmt(next_len)} next)", file=progress, flush=True)
 
-    def progress_tick(done: int, nxt: dict) -> None:
+    def progress_tick(done: int, nxt: dict) -> bool:
         if time.perf_counter() - st["last"] >= _PROGRESS_EVERY:
             report(False, n_cur - done, len(nxt))
+        return False
 
-    tick = progress_tick if progress is not None else None
+    def stopping_tick(done: int, nxt: dict) -> bool:
+        if progress is not None:
+            progress_tick(done, nxt)
+        return stopper.should_stop()
+
+    tick = (stopping_tick if stopper is not None and stopper.active
+            else progress_tick if progress is not None else None)
 
     def on_violation(v: str, idx: int) -> bool:
         if not found:
@@ -567,6 +636,10 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
             nxt, npar, stopped = _expand_fast(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
                 on_violation)
+        if stopped == STOPPED:
+            complete = False                                # the level is dropped unfinished
+            stop_reason = stopper.reason
+            break
         if stopped is not None:
             complete = False
             stop_reason = "violation"

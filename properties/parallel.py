@@ -23,6 +23,11 @@ workers then count again the transitions of their states below it (``recount``),
 counts are ``explore``'s.  Workers are forked where the platform allows (the spec is inherited),
 spawned with the pickled spec elsewhere, and run with the cyclic collector off.  Fingerprints
 must be the same in every process (``properties/spec.py``), which the Kafka model's are.
+
+Stopping early (``explore``'s ``max_seconds`` and ``interruptible``): the workers ignore Ctrl-C
+(in a terminal it reaches the whole process group); the driver's ``Stopper`` sets an event that
+the workers check, with the time left, between chunks of states, so a level being expanded ends
+within a chunk; the driver drops that level and returns the levels stored before it.
 """
 from __future__ import annotations
 
@@ -30,15 +35,18 @@ import gc
 import multiprocessing
 import os
 import pickle
+import signal
 import time
 from array import array
 
-from properties.explore import (ExploreResult, Visited, _finish, _fmt, _rebuild_trace, _MASK)
+from properties.explore import (MAX_SECONDS, ExploreResult, Stopper, Visited, _finish, _fmt,
+                                _rebuild_trace, _MASK)
 from properties.spec import note_step_witnesses, progress_edges_of, witness_scopes
 
 __all__ = ["explore_parallel", "default_workers"]
 
 _KEY = 1 << 20          # discovery key = parent index * _KEY + successor position
+_CHECK_EVERY = 2048     # states a worker expands between two looks at the stop event
 
 
 def default_workers() -> int:
@@ -54,8 +62,9 @@ def default_workers() -> int:
 class _Worker:
     """One worker's side: its share of the current level and the candidates of the next."""
 
-    def __init__(self, spec, symmetry: bool, record: bool, progress_rec: bool):
+    def __init__(self, spec, symmetry: bool, record: bool, progress_rec: bool, stop=None):
         self.spec = spec
+        self.stop = stop            # the driver's stop event (multiprocessing.Event) or None
         fingerprint = spec.fingerprint
         canonical = spec.canonical
         self.fp = ((lambda s: fingerprint(canonical(s)) & _MASK) if symmetry
@@ -72,8 +81,12 @@ class _Worker:
         self.cand: dict = {}        # fingerprint -> state, of the last expansion
         self._pending = (array("Q"), array("Q"), [])    # kept by ``keep``, ordered by ``take``
 
-    def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True):
+    def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True,
+               seconds_left: float | None = None):
         spec, fp, scopes = self.spec, self.fp, self.scopes
+        event = self.stop
+        deadline = None if seconds_left is None else time.monotonic() + seconds_left
+        stopped = False
         successors, violation = spec.successors, spec.violation
         witnesses_hit = spec.witnesses_hit
         wanted = list(wanted)
@@ -87,8 +100,12 @@ class _Worker:
         marks, edges = array("Q"), bytearray()
         if record and self.progress_rec:
             marks_of, edge_class = spec.progress_marks, progress_edges_of(spec)
-        for idx, here, state in zip(self.idx, self.fps, self.states):
+        for k, (idx, here, state) in enumerate(zip(self.idx, self.fps, self.states)):
             if below is not None and idx >= below:
+                break
+            if not k % _CHECK_EVERY and ((event is not None and event.is_set()) or (
+                    deadline is not None and time.monotonic() >= deadline)):
+                stopped = True
                 break
             succ = successors(state)
             v = violation(state, succ)
@@ -117,7 +134,7 @@ class _Worker:
         if emit:
             self.cand = cand
         out = {"acount": acount, "reached": reached, "violations": violations,
-               "flags_read": self.flags_read()}
+               "flags_read": self.flags_read(), "stopped": stopped}
         if emit:
             order = list(cand)
             out["fps"] = array("Q", order)
@@ -168,11 +185,12 @@ class _Worker:
         return hits, len(self.states)
 
 
-def _serve(conn, spec, symmetry, record, progress_rec) -> None:
+def _serve(conn, spec, symmetry, record, progress_rec, stop) -> None:
     gc.disable()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the driver's to handle
     if isinstance(spec, bytes):
         spec = pickle.loads(spec)
-    w = _Worker(spec, symmetry, record, progress_rec)
+    w = _Worker(spec, symmetry, record, progress_rec, stop)
     while True:
         try:
             cmd, args = conn.recv()
@@ -195,10 +213,12 @@ class _Pool:
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         carried = spec if ctx.get_start_method() == "fork" else pickle.dumps(spec)
+        self.stop = ctx.Event()         # set by the driver to end the current expansion early
         self.conns, self.procs = [], []
         for _ in range(n):
             mine, theirs = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(theirs, carried, symmetry, record, progress_rec),
+            p = ctx.Process(target=_serve,
+                            args=(theirs, carried, symmetry, record, progress_rec, self.stop),
                             daemon=True)
             p.start()
             theirs.close()
@@ -265,9 +285,20 @@ def _balance(holder: list, n_workers: int) -> tuple[list, dict]:
 def explore_parallel(spec, workers: int, *, symmetry: bool = False,
                      max_states: int | None = None, max_depth: int | None = None,
                      progress=None, stop_at_violation: bool = True,
-                     keep_fingerprints: bool = False, graph_checks: bool = True) -> ExploreResult:
+                     keep_fingerprints: bool = False, graph_checks: bool = True,
+                     stopper: Stopper | None = None) -> ExploreResult:
     """``explore`` with the expansion of each level shared by ``workers`` processes (see the
-    module docstring); the result is ``explore``'s (``seconds`` is wall time)."""
+    module docstring); the result is ``explore``'s (``seconds`` is wall time).  ``stopper``:
+    when to stop early (``properties.explore.Stopper``; none by default)."""
+    stopper = stopper if stopper is not None else Stopper()
+    with stopper:
+        return _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
+                                 stop_at_violation, keep_fingerprints, graph_checks, stopper)
+
+
+def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
+                      stop_at_violation, keep_fingerprints, graph_checks,
+                      stopper: Stopper) -> ExploreResult:
     if workers < 1:
         raise ValueError("workers must be >= 1")
     if max_states is not None and max_states < 0:
@@ -335,6 +366,11 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
     peak = len(order)
 
     pool = _Pool(spec, workers, symmetry, record, progress_rec)
+    stopper.on_interrupt = pool.stop.set
+
+    def seconds_left():
+        return None if stopper.deadline is None else max(0.0, stopper.deadline - time.monotonic())
+
     try:
         # level 0's states go round the workers, pickled
         per = [[] for _ in range(workers)]
@@ -349,7 +385,11 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
         depth = 0
         while visited.states_per_depth and visited.states_per_depth[-1]:
             n_cur = visited.states_per_depth[-1]
-            answers = pool.call("expand", [(wanted, stop_at_violation)] * workers)
+            if stopper.should_stop():
+                pool.stop.set()
+            answers = pool.call("expand", [(wanted, stop_at_violation, None, True,
+                                            seconds_left())] * workers)
+            stopped = any(a["stopped"] for a in answers)
             if note_flags is not None:
                 for a in answers:
                     note_flags(a["flags_read"])
@@ -359,7 +399,7 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
             if viols:
                 if not found:
                     found.append((viols[0][1], depth, viols[0][0]))
-                if stop_at_violation:
+                if stop_at_violation and not stopped:
                     # explore stops at the first violating state: count only the states before
                     below = viols[0][0]
                     recount = pool.call("expand", [(wanted, True, below, False)] * workers)
@@ -379,6 +419,9 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
                         reached.add(w)
             if found and stop_at_violation:
                 complete, stop_reason = False, "violation"
+                break
+            if stopped:                 # the level is dropped unfinished
+                complete, stop_reason = False, stopper.reason or MAX_SECONDS
                 break
             if rec is not None:
                 _record(rec, [a["rec"] for a in answers], n_cur)
