@@ -445,6 +445,24 @@ KRAFT_MEDIUM = ModelConfig(
                "describe-lists-controllers"),
 )
 
+KRAFT_MEDIUM_REGISTERING = ModelConfig(
+    name="kraft-medium-registering", tier="medium",
+    description="KRaft with three controllers and a broker, one of them registering: C1 leads; "
+                "C1 and C2 are registered; C3 starts unregistered and advertises CONTROLLER "
+                "with a blank host and port 0, so each of its process runs registers the port "
+                "it binds (KIP-919); B4 forwards A1's CreateTopics; D1 asks C1 for the "
+                "controllers; one crash and restart, no election.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), _controller("C2"),
+           NodeSpec("C3", CONTROLLER, (CONTROLLER_EPHEMERAL,), "broker"), _broker("B4")),
+    clients=(_mutation("A1", 3), _describe("D1", 0, kafka.ENDPOINT_CONTROLLER, "CONTROLLER")),
+    acls=ACLS, registration=True, initial_controller=0, initially_registered=(0, 1),
+    max_crashes=1, max_restarts=1, forward_timeout=1, max_time=1,
+    witnesses=("mutation-acknowledged", "controller-registered",
+               "restarted-controller-registered", "describe-lists-controllers",
+               "describe-lists-registered-controller-late", "describe-lists-restarted-endpoint"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
@@ -453,7 +471,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
-                               ZK_MEDIUM, KRAFT_MEDIUM,
+                               ZK_MEDIUM, KRAFT_MEDIUM, KRAFT_MEDIUM_REGISTERING,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")
