@@ -66,8 +66,7 @@ CANNOT_SHOW = {
 
 # variants whose flag is read on the configuration but that its bounds do not let show: the
 # whole space explored (with the whole-graph checks) and no violation, measured 2026-11-27
-# (kraft-medium-registering's registration-pending-stuck and registration-without-deadline;
-# forward-without-deadline was not caught in its first 150,000 states and not explored whole).
+# (kraft-medium-registering's three as well, on 2 workers).
 # They are reported as xfail without running; after a change to the configuration or the model,
 # run them without this list to see whether one shows.
 _RPC_TIMES_OUT_AT_THE_BOUND = ("max_time 1: C3's registration RPC can time out only at the "
