@@ -67,7 +67,9 @@ Symmetry, graph export and per-transition witnesses use ``_expand_general``.
 from __future__ import annotations
 
 import gc
+import signal
 import sys
+import threading
 import time
 from array import array
 from bisect import bisect_left, bisect_right
@@ -129,16 +131,12 @@ class Stopper:
             self.on_interrupt()
 
     def __enter__(self) -> Stopper:
-        if self.interruptible:
-            import signal
-            import threading
-            if threading.current_thread() is threading.main_thread():
-                self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        if self.interruptible and threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
         return self
 
     def __exit__(self, *exc) -> None:
         if self._previous is not None:
-            import signal
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
 
@@ -480,7 +478,7 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
 
 
 def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_violation,
-             keep_fingerprints, graph_checks, stopper=None) -> ExploreResult:
+             keep_fingerprints, graph_checks, stopper: Stopper) -> ExploreResult:
     if max_states is not None and max_states < 0:
         raise ValueError("max_states must be >= 0")
     if max_depth is not None and max_depth < 0:
@@ -590,7 +588,7 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
             progress_tick(done, nxt)
         return stopper.should_stop()
 
-    tick = (stopping_tick if stopper is not None and stopper.active
+    tick = (stopping_tick if stopper.active
             else progress_tick if progress is not None else None)
 
     def on_violation(v: str, idx: int) -> bool:

@@ -44,13 +44,14 @@ class _CtrlCAfter(KafkaSpec):
         return super().successors(state)
 
 
-def _full():
+@pytest.fixture(scope="module")
+def full():
+    """The whole search, to compare the stopped ones with."""
     return explore(KafkaSpec.named(CONFIG), workers=1)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_the_time_budget_stops_the_search_and_keeps_the_levels_before(workers):
-    full = _full()
+def test_the_time_budget_stops_the_search_and_keeps_the_levels_before(workers, full):
     r = explore(KafkaSpec.named(CONFIG), workers=workers, max_seconds=1e-9)
     assert not r.complete and r.stop_reason == MAX_SECONDS
     # the budget is spent before level 0 is expanded in full: level 1 is dropped
@@ -59,8 +60,7 @@ def test_the_time_budget_stops_the_search_and_keeps_the_levels_before(workers):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_ctrl_c_stops_the_search_and_keeps_the_levels_before(workers):
-    full = _full()
+def test_ctrl_c_stops_the_search_and_keeps_the_levels_before(workers, full):
     before = signal.getsignal(signal.SIGINT)
     # one process: the 1,000th state expanded; on workers, a worker's 400th sends the SIGINT to
     # the driver (Ctrl-C in a terminal reaches every process of the group; the workers ignore it)
