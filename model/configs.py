@@ -463,6 +463,24 @@ KRAFT_MEDIUM_REGISTERING = ModelConfig(
                "describe-lists-registered-controller-late", "describe-lists-restarted-endpoint"),
 )
 
+KRAFT_MEDIUM_LEADER_LOSS = ModelConfig(
+    name="kraft-medium-leader-loss", tier="medium",
+    description="KRaft with three controllers and a broker whose leader can be lost for good: "
+                "C1 leads; C1, C2 and C3 are registered; B4 forwards A1's CreateTopics; D1 "
+                "asks C1 for the controllers; two crashes and one restart, no election; "
+                "one-tick retry timeouts and a time bound of two ticks, so a forwarded request "
+                "or a restarted controller's registration can outlive its retry timeout and "
+                "back off, and a controller can restart and register again while C1 is down.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), _controller("C2"), _controller("C3"), _broker("B4")),
+    clients=(_mutation("A1", 3), _describe("D1", 0, kafka.ENDPOINT_CONTROLLER, "CONTROLLER")),
+    acls=ACLS, registration=True, initial_controller=0, initially_registered=(0, 1, 2),
+    max_crashes=2, max_restarts=1, forward_timeout=1, registration_timeout=1, max_time=2,
+    witnesses=("mutation-acknowledged", "forward-succeeds-after-not-controller",
+               "request-timed-out", "forward-applied-twice", "restarted-controller-registered",
+               "registration-timed-out", "describe-lists-controllers"),
+)
+
 CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_REGISTRATION, KRAFT_LISTENERS, ZK_ENVELOPE_SECURITY,
                                KRAFT_REGISTRATION_LEADER_LOSS, ZK_CONTROLLER_CRASH,
@@ -472,6 +490,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
                                ZK_MEDIUM, KRAFT_MEDIUM, KRAFT_MEDIUM_REGISTERING,
+                               KRAFT_MEDIUM_LEADER_LOSS,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}
 TINY = tuple(name for name, c in CONFIGS.items() if c.tier == "tiny")
 SMALL = tuple(name for name, c in CONFIGS.items() if c.tier == "small")
