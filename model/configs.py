@@ -463,19 +463,16 @@ KRAFT_MEDIUM_REGISTERING = ModelConfig(
                "describe-lists-registered-controller-late", "describe-lists-restarted-endpoint"),
 )
 
-KRAFT_MEDIUM_LEADER_LOSS = ModelConfig(
-    name="kraft-medium-leader-loss", tier="medium",
+# kraft-medium without the election, with a second crash and a second tick
+KRAFT_MEDIUM_LEADER_LOSS = replace(
+    KRAFT_MEDIUM, name="kraft-medium-leader-loss",
     description="KRaft with three controllers and a broker whose leader can be lost for good: "
                 "C1 leads; C1, C2 and C3 are registered; B4 forwards A1's CreateTopics; D1 "
                 "asks C1 for the controllers; two crashes and one restart, no election; "
                 "one-tick retry timeouts and a time bound of two ticks, so a forwarded request "
                 "or a restarted controller's registration can outlive its retry timeout and "
                 "back off, and a controller can restart and register again while C1 is down.",
-    mode=KRAFT,
-    nodes=(_controller("C1"), _controller("C2"), _controller("C3"), _broker("B4")),
-    clients=(_mutation("A1", 3), _describe("D1", 0, kafka.ENDPOINT_CONTROLLER, "CONTROLLER")),
-    acls=ACLS, registration=True, initial_controller=0, initially_registered=(0, 1, 2),
-    max_crashes=2, max_restarts=1, forward_timeout=1, registration_timeout=1, max_time=2,
+    max_elections=0, max_crashes=2, max_time=2,
     witnesses=("mutation-acknowledged", "forward-succeeds-after-not-controller",
                "request-timed-out", "forward-applied-twice", "restarted-controller-registered",
                "registration-timed-out", "describe-lists-controllers"),
