@@ -24,7 +24,8 @@ from pathlib import Path
 
 from properties.explore import _MASK, explore
 
-__all__ = ["Reachable", "Coverage", "reachable", "is_cached", "measure", "cache_dir"]
+__all__ = ["Reachable", "Coverage", "reachable", "remember", "is_cached", "measure",
+           "cache_dir"]
 
 _MAGIC = b"kipcheck-reachable 1\n"
 
@@ -151,8 +152,21 @@ def reachable(spec, *, cache: bool = True, progress=None, workers: int | None = 
                 graph_checks=False, workers=workers)
     if not r.complete:
         raise RuntimeError(f"exploration of {spec.name} did not complete ({r.stop_reason})")
-    actions = tuple(a for a in spec.action_names() if r.action_counts.get(a, 0) > 0)
-    reach = Reachable(spec.name, r.fingerprints, actions, r.seconds)
+    return remember(spec, r, cache=cache)
+
+
+def remember(spec, result, *, cache: bool = True) -> Reachable:
+    """The reachable set of ``spec`` from an exploration already made (``explore(spec,
+    keep_fingerprints=True)``, complete and without symmetry), stored in the disk cache, so that
+    a caller that has just explored a large configuration need not explore it again for
+    ``reachable``.  A complete run covers the whole space whether or not it would have stopped
+    at a violation: it found none to stop at."""
+    if not result.complete or result.fingerprints is None or result.symmetry:
+        raise ValueError(f"the reachable set of {spec.name} needs a complete exploration "
+                         "without symmetry that kept its fingerprints")
+    actions = tuple(a for a in spec.action_names() if result.action_counts.get(a, 0) > 0)
+    reach = Reachable(spec.name, result.fingerprints, actions, result.seconds)
+    path = _cache_path(spec) if cache else None
     if path is not None:
         _store(path, reach)
     return reach

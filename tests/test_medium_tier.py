@@ -6,8 +6,9 @@ also explores every design variant of the configuration's mode there and require
 can show on it to be caught; those that cannot are listed with the reason (a variant listed
 here that is caught fails the test too, so the list stays true).
 
-The exploration also caches the configuration's reachable set, which the nightly campaign's
-coverage report reads (kipcheck/campaign/results.py).  Figures: docs/performance.md."""
+The exploration also caches the configuration's reachable set (``coverage.remember``, without
+exploring it again), which the nightly campaign's coverage report reads
+(kipcheck/campaign/results.py).  Figures: docs/performance.md."""
 from __future__ import annotations
 
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from model.config import VARIANTS
 from model.configs import CONFIGS, MEDIUM
-from properties.coverage import reachable
+from properties.coverage import remember
 from properties.explore import explore
 from properties.kafka_spec import KafkaSpec
 from properties.parallel import default_workers
@@ -115,12 +116,12 @@ def test_the_medium_tier_is_pinned():
 @pytest.mark.parametrize("name", MEDIUM)
 def test_medium_configuration_decided(name):
     spec = KafkaSpec.named(name)
-    r = explore(spec, workers=default_workers(), progress=sys.stderr)
+    r = explore(spec, workers=default_workers(), progress=sys.stderr, keep_fingerprints=True)
     assert r.complete and r.violation is None, (r.violation, r.trace)
     assert r.graph_checked and r.graph_violation is None, (r.graph_violation, r.graph_trace)
     assert r.witnesses_missing == ()
     assert r.distinct == PINNED[name]
-    reachable(spec, workers=default_workers())        # cached for the campaigns' coverage
+    remember(spec, r)               # cached for the campaigns' coverage, without exploring again
 
 
 def _variants_of_mode(name):

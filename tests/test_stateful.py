@@ -17,7 +17,7 @@ from kipcheck.cli import main
 from model.config import VARIANTS
 from model.configs import TINY
 from properties import stateful
-from properties.coverage import measure, reachable
+from properties.coverage import measure, reachable, remember
 from properties import registry
 from properties.explore import explore
 from properties.kafka_spec import KafkaSpec
@@ -213,6 +213,26 @@ def test_coverage_is_measured_against_the_cached_reachable_set(tmp_path, monkeyp
     for f in (tmp_path / "reachable").iterdir():
         f.write_bytes(b"garbage")
     assert not reachable(spec).cached
+
+
+def test_an_exploration_already_made_is_remembered_as_the_reachable_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIPCHECK_CACHE", str(tmp_path))
+    spec = KafkaSpec.named("zk-envelope-security")
+    r = explore(spec, keep_fingerprints=True, workers=2)     # graph checks on, as make test-large
+    kept = remember(spec, r)
+    again = reachable(spec)
+    assert again.cached and len(again) == 1626
+    assert list(again.fingerprints) == list(kept.fingerprints)
+    fresh = reachable(spec, cache=False)                   # explored again, uncached
+    assert list(fresh.fingerprints) == list(kept.fingerprints)
+    assert again.actions == kept.actions == fresh.actions
+    # an unfinished or symmetric exploration is not the reachable set
+    for partial in (explore(spec, keep_fingerprints=True, max_states=100),
+                    explore(KafkaSpec.named("kraft-forward-leader-change"), symmetry=True,
+                            keep_fingerprints=True),
+                    explore(spec)):
+        with pytest.raises(ValueError, match="complete exploration"):
+            remember(spec, partial)
 
 
 def test_twophase_plain_and_guided():
