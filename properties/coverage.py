@@ -161,6 +161,9 @@ def remember(spec, result, *, cache: bool = True) -> Reachable:
     a caller that has just explored a large configuration need not explore it again for
     ``reachable``.  A complete run covers the whole space whether or not it would have stopped
     at a violation: it found none to stop at."""
+    if result.spec_name != spec.name:
+        raise ValueError(f"an exploration of {result.spec_name} is not the reachable set of "
+                         f"{spec.name}")
     if not result.complete or result.fingerprints is None or result.symmetry:
         raise ValueError(f"the reachable set of {spec.name} needs a complete exploration "
                          "without symmetry that kept its fingerprints")

@@ -226,13 +226,15 @@ def test_an_exploration_already_made_is_remembered_as_the_reachable_set(tmp_path
     fresh = reachable(spec, cache=False)                   # explored again, uncached
     assert list(fresh.fingerprints) == list(kept.fingerprints)
     assert again.actions == kept.actions == fresh.actions
-    # an unfinished or symmetric exploration is not the reachable set
-    for partial in (explore(spec, keep_fingerprints=True, max_states=100),
-                    explore(KafkaSpec.named("kraft-forward-leader-change"), symmetry=True,
-                            keep_fingerprints=True),
-                    explore(spec)):
+    # an unfinished or symmetric exploration is not the reachable set, nor another spec's
+    symmetric = KafkaSpec.named("kraft-forward-leader-change")
+    for s, partial in ((spec, explore(spec, keep_fingerprints=True, max_states=100)),
+                       (symmetric, explore(symmetric, symmetry=True, keep_fingerprints=True)),
+                       (spec, explore(spec))):
         with pytest.raises(ValueError, match="complete exploration"):
-            remember(spec, partial)
+            remember(s, partial)
+    with pytest.raises(ValueError, match="not the reachable set of kraft-forward"):
+        remember(symmetric, r)
 
 
 def test_twophase_plain_and_guided():
