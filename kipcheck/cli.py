@@ -114,7 +114,17 @@ def cmd_explore(args) -> int:
                              max_depth=args.max_depth, progress=progress,
                              graph=bool(args.graph_out),
                              graph_checks=not args.no_graph_checks, workers=workers,
-                             max_seconds=args.max_seconds, interruptible=True)
+                             max_seconds=args.max_seconds, interruptible=True,
+                             keep_fingerprints=not args.symmetry)
+            if result.complete and not args.symmetry:
+                # a complete run is the reachable set that campaigns measure coverage against:
+                # cache it, so that a medium configuration is not explored a second time
+                from properties.coverage import remember
+                remember(spec, result)
+                result.fingerprints = None
+                if progress is not None:
+                    print(f"[explore] reachable set of {spec.name} cached for coverage "
+                          f"(campaigns, kipcheck fuzz)", file=progress)
     except ValueError as e:                                  # graph too large, bad bounds
         raise BadInput(str(e)) from None
     out = sys.stdout

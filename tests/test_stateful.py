@@ -17,7 +17,7 @@ from kipcheck.cli import main
 from model.config import VARIANTS
 from model.configs import TINY
 from properties import stateful
-from properties.coverage import measure, reachable, remember
+from properties.coverage import is_cached, measure, reachable, remember
 from properties import registry
 from properties.explore import explore
 from properties.kafka_spec import KafkaSpec
@@ -235,6 +235,20 @@ def test_an_exploration_already_made_is_remembered_as_the_reachable_set(tmp_path
             remember(s, partial)
     with pytest.raises(ValueError, match="not the reachable set of kraft-forward"):
         remember(symmetric, r)
+
+
+def test_a_complete_kipcheck_explore_caches_the_reachable_set(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KIPCHECK_CACHE", str(tmp_path))
+    spec = KafkaSpec.named("zk-envelope-security")
+    assert main(["explore", "--config", "zk-envelope-security", "--max-states", "100"]) == 3
+    assert not is_cached(spec)                      # an unfinished run is not the set
+    assert main(["explore", "--config", "zk-envelope-security", "--symmetry"]) == 0
+    assert not is_cached(spec)                      # nor a symmetric one
+    assert main(["explore", "--config", "zk-envelope-security"]) == 0
+    assert "reachable set of zk-envelope-security[correct] cached" in capsys.readouterr().err
+    cached = reachable(spec)
+    assert cached.cached
+    assert list(cached.fingerprints) == list(reachable(spec, cache=False).fingerprints)
 
 
 def test_twophase_plain_and_guided():

@@ -630,8 +630,11 @@ def _coverage(g: GroupSummary, mode: str, progress):
         return None, unknown + " (coverage = \"always\" explores it)"
     if tier == "medium" and not is_cached(kspec):
         # deciding a medium configuration takes up to an hour on two cores: make test-large
-        # explores it (and caches its reachable set); a campaign does not wait for it
-        return None, unknown + " (make test-large explores the medium tier and caches it)"
+        # or `kipcheck explore` explores it (and caches its reachable set); a campaign does
+        # not wait for it
+        return None, unknown + (f" (`kipcheck explore --config {g.config}"
+                                + ("" if g.variant == "correct" else f" --variant {g.variant}")
+                                + "` or make test-large explores it and caches the set)")
     if progress is not None and not is_cached(kspec):
         progress(f"computing the reachable set of {kspec.name} once (cached)")
     from properties.parallel import default_workers
