@@ -21,7 +21,7 @@ from pathlib import Path
 from kipcheck.errors import (EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
                              EXIT_VIOLATION, EXIT_WITNESS_MISSING, BadInput)
 from kipcheck.outputs import check_output_dir, check_output_file, write_output
-from kipcheck.workers import worker_init
+from kipcheck.workers import stop_pool, worker_init
 
 
 class _Parser(argparse.ArgumentParser):
@@ -618,19 +618,6 @@ def _table(header, rows, out) -> None:
         print("  ".join(f"{c:<{w}}" for c, w in zip(r, widths)), file=out)
 
 
-def _stop_pool(executor) -> None:
-    """Stop a process pool now: its running jobs are not waited for (an exploration may run
-    for minutes), its processes are terminated."""
-    if executor is None:
-        return
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        proc.terminate()
-    for proc in processes:
-        proc.join(timeout=1)
-
-
 def _why_skipped(engines) -> str:
     if "explore" not in engines:
         return "the explore engine, which decides the variants, was not selected"
@@ -706,7 +693,8 @@ def cmd_check(args) -> int:
             print(f"  [{i}/{len(jobs)}] {label} {res['config']} [{res['variant']}]: "
                   f"{res['seconds']:.1f} s, {what}", file=sys.stderr)
     except KeyboardInterrupt:
-        _stop_pool(executor)
+        if executor is not None:
+            stop_pool(executor)
         executor = None
         print(f"kipcheck: interrupted after {len(results)} of {len(jobs)} jobs; no verdict",
               file=sys.stderr)

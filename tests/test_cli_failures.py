@@ -281,3 +281,27 @@ def test_check_stops_soon_after_ctrl_c(tmp_path):
     alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
              and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
     assert alive == []
+
+
+def test_a_stopped_pool_leaves_nothing_for_the_exit_hook():
+    """``stop_pool`` (Ctrl-C in ``check`` and in a campaign) terminates the workers mid-job and
+    waits for the pool's manager thread, which closes its wake-up pipe: Python 3.11's exit hook
+    then has nothing to write to (racing it, the write met a closed descriptor and printed a
+    traceback after "interrupted", seen once in CI's ``test_check_stops_soon_after_ctrl_c``)."""
+    import concurrent.futures.process as pool_module
+    from concurrent.futures import ProcessPoolExecutor
+
+    from kipcheck.workers import stop_pool, worker_init
+    pool = ProcessPoolExecutor(max_workers=2, initializer=worker_init, initargs=(os.getpid(),))
+    futures = [pool.submit(time.sleep, 60) for _ in range(4)]
+    deadline = time.monotonic() + 20
+    while not any(f.running() for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    processes = list(pool._processes.values())
+    manager = pool._executor_manager_thread
+    wakeup = pool_module._threads_wakeups[manager]
+    t0 = time.monotonic()
+    stop_pool(pool)
+    assert time.monotonic() - t0 < 10                # not the 60 s of the running jobs
+    assert processes and not any(p.is_alive() for p in processes)
+    assert not manager.is_alive() and wakeup._closed

@@ -39,7 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from kipcheck.workers import worker_init
+from kipcheck.workers import stop_pool, worker_init
 from kipcheck.campaign.results import (CampaignError, Merged, OutputError, ResultStore,
                                        is_expected, merge, os_reason)
 from kipcheck.campaign.seeds import shard_tasks
@@ -255,13 +255,7 @@ def _processes(spec, tasks, workers, fn=None):
             # results would be discarded anyway; finished shards are already on disk)
             for fut in pending:
                 fut.cancel()
-            procs = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in procs:
-                if p.is_alive():
-                    p.terminate()
-            for p in procs:
-                p.join(timeout=5)
+            stop_pool(pool, join_timeout=5)
 
 
 def _spark_executor(master, executors):
