@@ -121,7 +121,6 @@ def cmd_explore(args) -> int:
                 # cache it, so that a medium configuration is not explored a second time
                 from properties.coverage import remember
                 remember(spec, result)
-                result.fingerprints = None
                 if progress is not None:
                     print(f"[explore] reachable set of {spec.name} cached for coverage "
                           f"(campaigns, kipcheck fuzz)", file=progress)

@@ -287,7 +287,8 @@ def test_a_stopped_pool_leaves_nothing_for_the_exit_hook():
     """``stop_pool`` (Ctrl-C in ``check`` and in a campaign) terminates the workers mid-job and
     waits for the pool's manager thread, which closes its wake-up pipe: Python 3.11's exit hook
     then has nothing to write to (racing it, the write met a closed descriptor and printed a
-    traceback after "interrupted", seen once in CI's ``test_check_stops_soon_after_ctrl_c``)."""
+    traceback after "interrupted", seen once in ``test_check_stops_soon_after_ctrl_c`` in a
+    fresh-clone run of ``.ci/run``)."""
     import concurrent.futures.process as pool_module
     from concurrent.futures import ProcessPoolExecutor
 

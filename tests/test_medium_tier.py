@@ -44,8 +44,13 @@ _KRAFT_MEDIUM_CANNOT_SHOW = {
     "auto-create-errors-only-logged": "no auto-created internal topics",
     "registration-ignores-omitted-features": "no KRaft broker registration",
 }
-_NO_ELECTION = ("no election: C1 is the only controller that ever leads, so no envelope "
-                "reaches a controller that is not active")
+# kraft-medium-registering and kraft-medium-leader-loss: those and no election
+_KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW = {
+    **_KRAFT_MEDIUM_CANNOT_SHOW,
+    "not-controller-inside-ok-envelope": "no election: C1 is the only controller that ever "
+                                         "leads, so no envelope reaches a controller that is "
+                                         "not active",
+}
 CANNOT_SHOW = {
     "zk-medium": {
         "envelope-any-listener": "no client sends its own EnvelopeRequest",
@@ -58,14 +63,8 @@ CANNOT_SHOW = {
         "entity-config-check-passes-recreated-controller": _NO_MIGRATION,
     },
     "kraft-medium": _KRAFT_MEDIUM_CANNOT_SHOW,
-    "kraft-medium-registering": {
-        **_KRAFT_MEDIUM_CANNOT_SHOW,
-        "not-controller-inside-ok-envelope": _NO_ELECTION,
-    },
-    "kraft-medium-leader-loss": {
-        **_KRAFT_MEDIUM_CANNOT_SHOW,
-        "not-controller-inside-ok-envelope": _NO_ELECTION,
-    },
+    "kraft-medium-registering": _KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW,
+    "kraft-medium-leader-loss": _KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW,
 }
 
 
