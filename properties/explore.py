@@ -460,21 +460,27 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
         if graph:
             raise ValueError("graph export needs workers=1")
         from properties.parallel import explore_parallel
-        return explore_parallel(spec, workers, symmetry=symmetry, max_states=max_states,
-                                max_depth=max_depth, progress=progress,
-                                stop_at_violation=stop_at_violation,
-                                keep_fingerprints=keep_fingerprints, graph_checks=graph_checks,
-                                stopper=stopper)
-    with stopper:
-        if not pause_gc or not gc.isenabled():
-            return _explore(spec, symmetry, max_states, max_depth, progress, graph,
-                            stop_at_violation, keep_fingerprints, graph_checks, stopper)
-        gc.disable()
-        try:
-            return _explore(spec, symmetry, max_states, max_depth, progress, graph,
-                            stop_at_violation, keep_fingerprints, graph_checks, stopper)
-        finally:
-            gc.enable()
+
+        def search():
+            # the driver merges, numbers and records millions of small tuples per run: the
+            # collector is paused in it too (the workers pause their own)
+            return explore_parallel(spec, workers, symmetry=symmetry, max_states=max_states,
+                                    max_depth=max_depth, progress=progress,
+                                    stop_at_violation=stop_at_violation,
+                                    keep_fingerprints=keep_fingerprints,
+                                    graph_checks=graph_checks, stopper=stopper)
+    else:
+        def search():
+            with stopper:
+                return _explore(spec, symmetry, max_states, max_depth, progress, graph,
+                                stop_at_violation, keep_fingerprints, graph_checks, stopper)
+    if not pause_gc or not gc.isenabled():
+        return search()
+    gc.disable()
+    try:
+        return search()
+    finally:
+        gc.enable()
 
 
 def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_violation,
@@ -701,10 +707,13 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
     return result
 
 
-def _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0) -> None:
-    """The whole-graph checks of a complete exploration, and the stored fingerprints."""
+def _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0,
+            processes: int = 1) -> None:
+    """The whole-graph checks of a complete exploration, and the stored fingerprints;
+    ``processes``: how many processes the checks may use (the explorer's workers)."""
     if rec is not None and result.complete:
-        _graph_checks(spec, result, rec, init, visited.fp_levels, visited.par_levels, symmetry)
+        _graph_checks(spec, result, rec, init, visited.fp_levels, visited.par_levels, symmetry,
+                      processes)
         result.seconds = time.perf_counter() - t0
     if keep_fingerprints:
         every = array("Q")
@@ -738,11 +747,12 @@ def _rebuild_trace(spec, init, fp_levels, par_levels, vdepth, vidx, symmetry):
     return initial_index, tuple(steps), state
 
 
-def _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry) -> None:
+def _graph_checks(spec, result, rec, init, fp_levels, par_levels, symmetry,
+                  processes: int = 1) -> None:
     """Run SETTLE, DEADLOCK and PROGRESS on the recorded graph; fill ``result.graph_*``."""
     from properties.graphcheck import PROGRESS, check, example_path, stuck_loop
     result.graph_bytes = rec.nbytes
-    found = check(rec, fp_levels)
+    found = check(rec, fp_levels, processes)
     result.graph_checked = True
     if found is None:
         return

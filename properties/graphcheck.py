@@ -13,7 +13,8 @@ state numbers (one dict, freed at once) and decides:
 
 * DEADLOCK: a DEADLOCKED state is reachable;
 * SETTLE (``AG EF settled``): from every reachable state a SETTLED state is reachable.
-  Backward reachability: mark the settled states, propagate along reversed edges (a compact
+  Backward reachability: mark the settled states, propagate to every state with a marked
+  successor (``_reach``: forward passes until nothing changes, then, if needed, along a compact
   reversed adjacency, two ``array('I')``); every unmarked state is *stuck*.  Every successor of
   a stuck state is stuck, so following successors from one stays among stuck states and, the
   graph being finite, comes round: that cycle is the loop the cluster is caught in.
@@ -65,9 +66,10 @@ state owes a goal that no path without a fault (the explorer re-run from it) mee
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 from array import array
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import sub
+from operator import and_, sub
 from typing import NamedTuple
 
 __all__ = ["SETTLE", "DEADLOCK", "PROGRESS", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
@@ -147,10 +149,56 @@ class GraphRecorder:
                 + self.offsets.itemsize * len(self.offsets) + extra)
 
 
-def _targets(rec: GraphRecorder, fp_levels) -> array:
-    """The successor fingerprints as state numbers (the stored order of ``fp_levels``)."""
+def _targets(rec: GraphRecorder, fp_levels, processes: int = 1) -> array:
+    """The successor fingerprints as state numbers (the stored order of ``fp_levels``).
+
+    The lookups (one per transition, each a few cache misses in a dict of every state) are
+    most of the checks' time; with ``processes`` > 1 (the explorer's ``workers``) forked
+    children look up all but the first share of the transitions, each its own share, and send
+    the numbers back through a pipe.  Where fork is not available, one process does it all."""
     ids = dict(zip(chain.from_iterable(fp_levels), range(len(rec.status))))
-    return array("I", map(ids.__getitem__, rec.succ_fps))
+    fps = rec.succ_fps
+    n = len(fps)
+    if processes <= 1 or n < _FORK_TARGETS_FROM or "fork" not in mp.get_all_start_methods():
+        return array("I", map(ids.__getitem__, fps))
+    ctx = mp.get_context("fork")
+    bounds = [n * k // processes for k in range(processes + 1)]
+    children = []
+    for k in range(1, processes):
+        mine, theirs = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_targets_share, args=(theirs, ids, fps, bounds[k],
+                                                        bounds[k + 1]), daemon=True)
+        child.start()
+        theirs.close()
+        children.append((child, mine))
+    out = array("I", map(ids.__getitem__, fps[:bounds[1]]))
+    del ids
+    try:
+        for child, conn in children:
+            try:
+                out.frombytes(conn.recv_bytes())
+            except EOFError:
+                raise RuntimeError(f"a graph-check process died (exit code {child.exitcode})"
+                                   ) from None
+    finally:
+        for child, conn in children:
+            conn.close()
+            child.join(timeout=5)
+            if child.is_alive():     # pragma: no cover - only after a failure above
+                child.kill()
+                child.join()
+    if len(out) != n:                # pragma: no cover - a child sent a short answer
+        raise RuntimeError("a graph-check process sent a short answer")
+    return out
+
+
+_FORK_TARGETS_FROM = 1 << 20            # transitions below which one process maps them all
+
+
+def _targets_share(conn, ids: dict, fps: array, start: int, end: int) -> None:
+    """A forked child of ``_targets``: the state numbers of transitions ``start:end``."""
+    conn.send_bytes(array("I", map(ids.__getitem__, fps[start:end])).tobytes())
+    conn.close()
 
 
 class _Reversed:
@@ -201,27 +249,119 @@ def _backward(good: bytearray, rv: _Reversed, keep=None) -> bytearray:
     return good
 
 
-def check(rec: GraphRecorder, fp_levels):
+def check(rec: GraphRecorder, fp_levels, processes: int = 1):
     """(check ID, number of the first offending state, targets, count, goal) or None;
     ``targets`` maps every transition to the number of its target state (for ``stuck_loop``);
     ``count`` is, for SETTLE, how many states cannot reach a settled one, for PROGRESS how
     many states owe the goal and cannot meet it without a fault, and 1 for DEADLOCK (the first
-    deadlocked state; the rest is not counted); ``goal`` is PROGRESS's goal (else None)."""
+    deadlocked state; the rest is not counted); ``goal`` is PROGRESS's goal (else None).
+    ``processes``: how many processes may map the transitions to state numbers."""
     status = rec.status
     n = len(status)
     off = rec.offsets
-    tgt = _targets(rec, fp_levels)
+    tgt = _targets(rec, fp_levels, processes)
     first = status.find(DEADLOCKED)
     if first >= 0:
         return DEADLOCK, first, tgt, 1, None
-    rv = None
+    reversed_once = _ReversedOnce(n, off, tgt)
     if status.count(SETTLED) != n:
-        rv = _Reversed(n, off, tgt)
-        good = _backward(status.translate(_GOOD), rv)
+        good = _reach(status.translate(_GOOD), off, tgt, reversed_once)
         first = good.find(0)
         if first >= 0:
             return SETTLE, first, tgt, n - sum(good), None
-    return _progress(rec, tgt, rv)
+    return _progress(rec, tgt, reversed_once)
+
+
+class _ReversedOnce:
+    """The reversed transitions, built the first time a check needs them (``_reach``'s
+    fallback), then shared by every check."""
+
+    __slots__ = ("args", "rv")
+
+    def __init__(self, *args):
+        self.args = args
+        self.rv = None
+
+    def __call__(self) -> _Reversed:
+        if self.rv is None:
+            self.rv = _Reversed(*self.args)
+        return self.rv
+
+
+_MAX_PASSES = 8                             # forward passes before _reach reverses the graph
+_FLIP = bytes([1, 0] + [0] * 254)           # good byte -> 1 if not (yet) good
+
+
+def _reach(good: bytearray, off, tgt, reversed_once, keep=None, need=None) -> bytearray:
+    """Mark (in place) the states from which a marked state is reachable, along every
+    transition or those with ``keep[k]`` true: exactly for the states ``need`` marks (every
+    state if None); others may be left unmarked once the answer for those is known.
+
+    Forward passes, each over the states not yet marked, the deepest first (most transitions
+    lead one level down, whose states the pass has just decided): a state with a marked
+    successor is marked.  A pass that marks nothing has reached the fixpoint.  After the first
+    pass, with ``need``, the passes go on only over the unmarked states that the needed ones
+    left unmarked can reach through unmarked states (their answers depend on nothing else),
+    and stop when every needed state is marked.  A pass costs a few C-level calls per state and
+    needs no reversed graph; after ``_MAX_PASSES`` passes the backward search (``_backward``
+    over the reversed transitions, built once) finishes from the states marked so far, so a
+    graph that needs many passes costs what it did before."""
+    n = len(good)
+    todo = list(compress(range(n - 1, -1, -1), reversed(good.translate(_FLIP))))
+    for first_pass in (True,) + (False,) * (_MAX_PASSES - 1):
+        rest = _forward_pass(todo, good, off, tgt, keep)
+        if len(rest) == len(todo):
+            return good                     # the fixpoint
+        if need is None:
+            if not rest:
+                return good
+        else:
+            left = list(compress(rest, map(need.__getitem__, rest)))
+            if not left:
+                return good                 # every needed state is marked
+            if first_pass:
+                rest = _unmarked_region(left, good, off, tgt, keep)
+        todo = rest
+    return _backward(good, reversed_once(), keep)
+
+
+def _forward_pass(todo: list, good: bytearray, off, tgt, keep) -> list:
+    """Mark each state of ``todo`` (in its order) that has a marked successor; the others."""
+    get = good.__getitem__
+    rest: list = []
+    defer = rest.append
+    if keep is None:
+        for i in todo:
+            if any(map(get, tgt[off[i]:off[i + 1]])):
+                good[i] = 1
+            else:
+                defer(i)
+    else:
+        for i in todo:
+            a, b = off[i], off[i + 1]
+            if any(map(get, compress(tgt[a:b], keep[a:b]))):
+                good[i] = 1
+            else:
+                defer(i)
+    return rest
+
+
+def _unmarked_region(starts: list, good: bytearray, off, tgt, keep) -> list:
+    """The unmarked states reachable from ``starts`` (unmarked) through unmarked states along
+    the kept transitions, deepest first: every kept successor of one is marked or in it."""
+    seen = bytearray(len(good))
+    for i in starts:
+        seen[i] = 1
+    stack = list(starts)
+    pop, push = stack.pop, stack.append
+    while stack:
+        i = pop()
+        a, b = off[i], off[i + 1]
+        for j in (tgt[a:b] if keep is None else compress(tgt[a:b], keep[a:b])):
+            if not seen[j] and not good[j]:
+                seen[j] = 1
+                push(j)
+    return list(compress(range(len(seen) - 1, -1, -1), reversed(seen)))
 
 
 MAX_GOALS = 32                              # goal marks: two bits per goal in 64 bits
@@ -237,10 +377,9 @@ def _is_strict(strict: tuple, goal: int) -> bool:
     return goal < len(strict) and bool(strict[goal])
 
 
-def _progress(rec: GraphRecorder, tgt, rv: _Reversed | None = None):
+def _progress(rec: GraphRecorder, tgt, reversed_once: _ReversedOnce):
     """PROGRESS: for each goal, every state that owes it reaches one where it is met along
-    transitions that are not faults (nor timeouts, for a strict goal).  ``rv``: the reversed
-    transitions, if SETTLE built them."""
+    transitions that are not faults (nor timeouts, for a strict goal)."""
     marks = rec.marks
     if marks is None:
         return None
@@ -251,17 +390,16 @@ def _progress(rec: GraphRecorder, tgt, rv: _Reversed | None = None):
     if not goals:
         return None
     n = len(marks)
-    if rv is None:
-        rv = _Reversed(n, rec.offsets, tgt)
     allowed_of = {}                         # strict? -> the transitions a goal may use
     for g in goals:
         strict = _is_strict(rec.strict, g)
         if strict not in allowed_of:
             allowed_of[strict] = rec.edge.translate(_ORDINARY if strict else _NOT_FAULT)
         owe, done = 1 << (2 * g), 2 << (2 * g)
-        good = _backward(bytearray(1 if m & done else 0 for m in marks), rv,
-                         allowed_of[strict])
-        bad = [i for i in range(n) if marks[i] & owe and not good[i]]
+        owes = bytearray(map(bool, map(and_, marks, repeat(owe))))
+        good = _reach(bytearray(map(bool, map(and_, marks, repeat(done)))), rec.offsets, tgt,
+                      reversed_once, allowed_of[strict], need=owes)
+        bad = [i for i in range(n) if owes[i] and not good[i]]
         if bad:
             return PROGRESS, bad[0], tgt, len(bad), g
     return None

@@ -38,6 +38,8 @@ import pickle
 import signal
 import time
 from array import array
+from itertools import filterfalse, repeat
+from operator import floordiv, itemgetter
 
 from properties.explore import (MAX_SECONDS, ExploreResult, Stopper, Visited, _finish, _fmt,
                                 _rebuild_trace, _MASK)
@@ -69,6 +71,7 @@ class _Worker:
         canonical = spec.canonical
         self.fp = ((lambda s: fingerprint(canonical(s)) & _MASK) if symmetry
                    else (lambda s: fingerprint(s) & _MASK))
+        self.symmetry = symmetry
         self.record = record
         self.progress_rec = progress_rec
         if record:
@@ -91,15 +94,19 @@ class _Worker:
         witnesses_hit = spec.witnesses_hit
         wanted = list(wanted)
         reached: set = set()
-        acount: dict = {}
+        acount: dict = dict.fromkeys(spec.action_names(), 0)
         violations: list = []
         cand: dict = {}
-        keys: dict = {}
+        keys: list = []             # the discovery keys of ``cand``'s entries, in its order
+        new_key = keys.append
         record = self.record and emit
         status, counts, succ_fps = bytearray(), array("I"), array("Q")
         marks, edges = array("Q"), bytearray()
         if record and self.progress_rec:
             marks_of, edge_class = spec.progress_marks, progress_edges_of(spec)
+        # the hot loop below inlines the fingerprint where it is the spec's own (no symmetry)
+        fingerprint = None if self.symmetry else spec.fingerprint
+        M = _MASK
         for k, (idx, here, state) in enumerate(zip(self.idx, self.fps, self.states)):
             if below is not None and idx >= below:
                 break
@@ -119,16 +126,37 @@ class _Worker:
                 if self.progress_rec:
                     marks.append(marks_of(state))
                     edges.extend(edge_class(state, succ))
-            base = idx * _KEY
-            for j, (st, s) in enumerate(succ):
-                a = st.action
-                acount[a] = acount.get(a, 0) + 1
+            key = idx * _KEY
+            if fingerprint is not None and emit and not wanted:
+                # the common case: every successor's fingerprint recorded (for the whole-graph
+                # checks) or not, no witness that reads the step
+                if record:
+                    for st, s in succ:
+                        acount[st.action] += 1
+                        f = fingerprint(s) & M
+                        succ_fps.append(f)
+                        if f != here and f not in cand:
+                            cand[f] = s
+                            new_key(key)
+                        key += 1
+                else:
+                    for st, s in succ:
+                        acount[st.action] += 1
+                        f = fingerprint(s) & M
+                        if f != here and f not in cand:
+                            cand[f] = s
+                            new_key(key)
+                        key += 1
+                continue
+            for st, s in succ:
+                acount[st.action] += 1
                 f = fp(s)
                 if record:
                     succ_fps.append(f)
                 if emit and f != here and f not in cand:
                     cand[f] = s
-                    keys[f] = base + j
+                    new_key(key)
+                key += 1
                 if wanted:
                     note_step_witnesses(witnesses_hit, scopes, wanted, reached, state, st, s)
         if emit:
@@ -136,9 +164,8 @@ class _Worker:
         out = {"acount": acount, "reached": reached, "violations": violations,
                "flags_read": self.flags_read(), "stopped": stopped}
         if emit:
-            order = list(cand)
-            out["fps"] = array("Q", order)
-            out["keys"] = array("Q", map(keys.__getitem__, order))
+            out["fps"] = array("Q", cand)
+            out["keys"] = array("Q", keys)
         if record:
             out["rec"] = (self.idx[:len(status)], status, counts, succ_fps, marks, edges)
         return out
@@ -428,10 +455,12 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
             # merge: the smallest discovery key per fingerprint, and who holds that state
             best: dict = {}
             for w, a in enumerate(answers):
-                for f, key in zip(a["fps"], a["keys"]):
-                    old = best.get(f)
-                    if old is None or key < old[0]:
-                        best[f] = (key, w)
+                mine = dict(zip(a["fps"], zip(a["keys"], repeat(w))))
+                for f in mine.keys() & best.keys():     # found by another worker too
+                    if best[f] < mine[f]:               # (key, worker): the key decides
+                        mine[f] = best[f]
+                best.update(mine)
+                del mine
             dups = visited.dups(best)
             n_new = len(best) - len(dups)
             if not n_new:
@@ -443,22 +472,24 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
             if max_depth is not None and depth >= max_depth:
                 complete, stop_reason = False, "max_depth"
                 break
-            new = [f for f in best if f not in dups]
+            new = list(filterfalse(dups.__contains__, best))
             if max_states is not None and visited.distinct + n_new > max_states:
                 new.sort(key=lambda f: best[f][0])             # first discovered first
                 new = new[:max_states - visited.distinct]
                 complete, stop_reason = False, "max_states"
             new.sort()
-            visited.add_level(new, [best[f][0] // _KEY for f in new])
+            found_by = list(map(best.__getitem__, new))         # (key, worker) per state
+            visited.add_level(new, map(floordiv, map(itemgetter(0), found_by), repeat(_KEY)))
             peak = max(peak, len(new))
             del dups
-            kept, moves = _balance([best[f][1] for f in new], workers)
+            kept, moves = _balance(list(map(itemgetter(1), found_by)), workers)
+            del found_by
             del best
             give = [[] for _ in range(workers)]
             for (src, to), positions in sorted(moves.items()):
                 give[src].append((to, positions))
             blobs = pool.call("keep", [
-                ((array("Q", kept[w]), array("Q", [new[p] for p in kept[w]])),
+                ((array("Q", kept[w]), array("Q", map(new.__getitem__, kept[w]))),
                  [new[p] for _, ps in give[w] for p in ps]) for w in range(workers)])
             received = [[] for _ in range(workers)]
             for src in range(workers):
@@ -499,7 +530,7 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
         bytes_per_state=visited_bytes / distinct if distinct else 0.0,
         peak_frontier=peak, symmetry=symmetry, violations_seen=tuple(violations_seen),
         stop_reason=stop_reason, visited_bytes=visited_bytes)
-    _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0)
+    _finish(spec, result, rec, init, visited, symmetry, keep_fingerprints, t0, workers)
     if progress is not None:
         say(len(fp_levels) - 1, final=True)
     return result
