@@ -128,25 +128,16 @@ class _Worker:
                     edges.extend(edge_class(state, succ))
             key = idx * _KEY
             if fingerprint is not None and emit and not wanted:
-                # the common case: every successor's fingerprint recorded (for the whole-graph
-                # checks) or not, no witness that reads the step
-                if record:
-                    for st, s in succ:
-                        acount[st.action] += 1
-                        f = fingerprint(s) & M
+                # the common case: no symmetry, no witness left that reads the step
+                for st, s in succ:
+                    acount[st.action] += 1
+                    f = fingerprint(s) & M
+                    if record:
                         succ_fps.append(f)
-                        if f != here and f not in cand:
-                            cand[f] = s
-                            new_key(key)
-                        key += 1
-                else:
-                    for st, s in succ:
-                        acount[st.action] += 1
-                        f = fingerprint(s) & M
-                        if f != here and f not in cand:
-                            cand[f] = s
-                            new_key(key)
-                        key += 1
+                    if f != here and f not in cand:
+                        cand[f] = s
+                        new_key(key)
+                    key += 1
                 continue
             for st, s in succ:
                 acount[st.action] += 1
@@ -177,12 +168,13 @@ class _Worker:
 
     def keep(self, mine, give):
         """Keep ``mine`` ((index, fingerprint) arrays) from the candidates; return the states of
-        ``give`` (fingerprints), pickled, for another worker."""
+        each list of fingerprints in ``give``, pickled, one blob per worker they go to (the
+        driver forwards the blobs as they are)."""
         cand = self.cand
         self.cand = {}
         idx, fps = mine
         self._pending = (idx, fps, [cand[f] for f in fps])
-        return pickle.dumps([cand[f] for f in give], pickle.HIGHEST_PROTOCOL) if give else b""
+        return [pickle.dumps([cand[f] for f in part], pickle.HIGHEST_PROTOCOL) for part in give]
 
     def take(self, received, wanted_state: list):
         """Add the states passed on to it (``[(index array, fingerprint array, pickled)]``),
@@ -490,19 +482,13 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
                 give[src].append((to, positions))
             blobs = pool.call("keep", [
                 ((array("Q", kept[w]), array("Q", map(new.__getitem__, kept[w]))),
-                 [new[p] for _, ps in give[w] for p in ps]) for w in range(workers)])
+                 [list(map(new.__getitem__, ps)) for _, ps in give[w]])
+                for w in range(workers)])
             received = [[] for _ in range(workers)]
             for src in range(workers):
-                if not give[src]:
-                    continue
-                states = pickle.loads(blobs[src])
-                at = 0
-                for to, positions in give[src]:
-                    part = states[at:at + len(positions)]
-                    at += len(positions)
+                for (to, positions), blob in zip(give[src], blobs[src]):
                     received[to].append((array("Q", positions),
-                                         array("Q", [new[p] for p in positions]),
-                                         pickle.dumps(part, pickle.HIGHEST_PROTOCOL)))
+                                         array("Q", map(new.__getitem__, positions)), blob))
             answers = pool.call("take", [(received[w], wanted_state) for w in range(workers)])
             _note_state_hits(answers, wanted_state, reached)
             depth += 1
