@@ -112,3 +112,26 @@ def test_bad_worker_counts():
     with pytest.raises(ValueError, match="graph"):
         explore(TwoPhaseSpec(3), workers=2, graph=True)
     assert default_workers() >= 1
+
+
+def test_the_driver_pauses_the_collector_as_one_process_does(monkeypatch):
+    """The driver merges and records millions of small tuples in a large run: with the cyclic
+    collector on it walked them again and again (zk-small's per-level records alone took 15 s).
+    ``explore(workers=N)`` pauses it around the search and turns it back on after."""
+    import gc
+
+    import properties.parallel as parallel
+    seen = []
+    real = parallel.explore_parallel
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "explore_parallel", spy)
+    assert gc.isenabled()
+    r = explore(TwoPhaseSpec(3), workers=2)
+    assert seen == [False] and gc.isenabled()
+    assert r.distinct == 288
+    explore(TwoPhaseSpec(3), workers=2, pause_gc=False)
+    assert seen == [False, True]
