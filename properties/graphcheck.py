@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from array import array
+from functools import cache, partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import and_, sub
 from typing import NamedTuple
@@ -263,29 +264,13 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
     first = status.find(DEADLOCKED)
     if first >= 0:
         return DEADLOCK, first, tgt, 1, None
-    reversed_once = _ReversedOnce(n, off, tgt)
+    reversed_once = cache(partial(_Reversed, n, off, tgt))     # for _reach's fallback only
     if status.count(SETTLED) != n:
         good = _reach(status.translate(_GOOD), off, tgt, reversed_once)
         first = good.find(0)
         if first >= 0:
             return SETTLE, first, tgt, n - sum(good), None
     return _progress(rec, tgt, reversed_once)
-
-
-class _ReversedOnce:
-    """The reversed transitions, built the first time a check needs them (``_reach``'s
-    fallback), then shared by every check."""
-
-    __slots__ = ("args", "rv")
-
-    def __init__(self, *args):
-        self.args = args
-        self.rv = None
-
-    def __call__(self) -> _Reversed:
-        if self.rv is None:
-            self.rv = _Reversed(*self.args)
-        return self.rv
 
 
 _MAX_PASSES = 8                             # forward passes before _reach reverses the graph
@@ -304,11 +289,11 @@ def _reach(good: bytearray, off, tgt, reversed_once, keep=None, need=None) -> by
     left unmarked can reach through unmarked states (their answers depend on nothing else),
     and stop when every needed state is marked.  A pass costs a few C-level calls per state and
     needs no reversed graph; after ``_MAX_PASSES`` passes the backward search (``_backward``
-    over the reversed transitions, built once) finishes from the states marked so far, so a
-    graph that needs many passes costs what it did before."""
-    n = len(good)
-    todo = list(compress(range(n - 1, -1, -1), reversed(good.translate(_FLIP))))
-    for first_pass in (True,) + (False,) * (_MAX_PASSES - 1):
+    over the reversed transitions, which ``reversed_once()`` builds on its first call) finishes
+    from the states marked so far, so a graph that needs many passes costs what it did
+    before."""
+    todo = _deepest_first(good.translate(_FLIP))
+    for done in range(_MAX_PASSES):
         rest = _forward_pass(todo, good, off, tgt, keep)
         if len(rest) == len(todo):
             return good                     # the fixpoint
@@ -319,7 +304,7 @@ def _reach(good: bytearray, off, tgt, reversed_once, keep=None, need=None) -> by
             left = list(compress(rest, map(need.__getitem__, rest)))
             if not left:
                 return good                 # every needed state is marked
-            if first_pass:
+            if not done:
                 rest = _unmarked_region(left, good, off, tgt, keep)
         todo = rest
     return _backward(good, reversed_once(), keep)
@@ -361,7 +346,12 @@ def _unmarked_region(starts: list, good: bytearray, off, tgt, keep) -> list:
             if not seen[j] and not good[j]:
                 seen[j] = 1
                 push(j)
-    return list(compress(range(len(seen) - 1, -1, -1), reversed(seen)))
+    return _deepest_first(seen)
+
+
+def _deepest_first(flags) -> list:
+    """The numbers of the states whose flag is set, the deepest (highest number) first."""
+    return list(compress(range(len(flags) - 1, -1, -1), reversed(flags)))
 
 
 MAX_GOALS = 32                              # goal marks: two bits per goal in 64 bits
@@ -377,7 +367,7 @@ def _is_strict(strict: tuple, goal: int) -> bool:
     return goal < len(strict) and bool(strict[goal])
 
 
-def _progress(rec: GraphRecorder, tgt, reversed_once: _ReversedOnce):
+def _progress(rec: GraphRecorder, tgt, reversed_once):
     """PROGRESS: for each goal, every state that owes it reaches one where it is met along
     transitions that are not faults (nor timeouts, for a strict goal)."""
     marks = rec.marks

@@ -67,11 +67,7 @@ class _Worker:
     def __init__(self, spec, symmetry: bool, record: bool, progress_rec: bool, stop=None):
         self.spec = spec
         self.stop = stop            # the driver's stop event (multiprocessing.Event) or None
-        fingerprint = spec.fingerprint
-        canonical = spec.canonical
-        self.fp = ((lambda s: fingerprint(canonical(s)) & _MASK) if symmetry
-                   else (lambda s: fingerprint(s) & _MASK))
-        self.symmetry = symmetry
+        self.canonical = spec.canonical if symmetry else None
         self.record = record
         self.progress_rec = progress_rec
         if record:
@@ -86,7 +82,7 @@ class _Worker:
 
     def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True,
                seconds_left: float | None = None):
-        spec, fp, scopes = self.spec, self.fp, self.scopes
+        spec, scopes = self.spec, self.scopes
         event = self.stop
         deadline = None if seconds_left is None else time.monotonic() + seconds_left
         stopped = False
@@ -104,9 +100,7 @@ class _Worker:
         marks, edges = array("Q"), bytearray()
         if record and self.progress_rec:
             marks_of, edge_class = spec.progress_marks, progress_edges_of(spec)
-        # the hot loop below inlines the fingerprint where it is the spec's own (no symmetry)
-        fingerprint = None if self.symmetry else spec.fingerprint
-        M = _MASK
+        fingerprint, canonical, M = spec.fingerprint, self.canonical, _MASK
         for k, (idx, here, state) in enumerate(zip(self.idx, self.fps, self.states)):
             if below is not None and idx >= below:
                 break
@@ -127,21 +121,9 @@ class _Worker:
                     marks.append(marks_of(state))
                     edges.extend(edge_class(state, succ))
             key = idx * _KEY
-            if fingerprint is not None and emit and not wanted:
-                # the common case: no symmetry, no witness left that reads the step
-                for st, s in succ:
-                    acount[st.action] += 1
-                    f = fingerprint(s) & M
-                    if record:
-                        succ_fps.append(f)
-                    if f != here and f not in cand:
-                        cand[f] = s
-                        new_key(key)
-                    key += 1
-                continue
             for st, s in succ:
                 acount[st.action] += 1
-                f = fp(s)
+                f = fingerprint(s if canonical is None else canonical(s)) & M
                 if record:
                     succ_fps.append(f)
                 if emit and f != here and f not in cand:
