@@ -154,33 +154,62 @@ def _targets(rec: GraphRecorder, fp_levels, processes: int = 1) -> array:
     """The successor fingerprints as state numbers (the stored order of ``fp_levels``).
 
     The lookups (one per transition, each a few cache misses in a dict of every state) are
-    most of the checks' time; with ``processes`` > 1 (the explorer's ``workers``) forked
-    children look up all but the first share of the transitions, each its own share, and send
-    the numbers back through a pipe.  Where fork is not available, one process does it all."""
+    most of the checks' time; with ``processes`` > 1 (the explorer's ``workers``) each of
+    ``processes`` shares of the transitions is looked up by a process of its own
+    (``_in_processes``)."""
     ids = dict(zip(chain.from_iterable(fp_levels), range(len(rec.status))))
     fps = rec.succ_fps
     n = len(fps)
-    if processes <= 1 or n < _FORK_TARGETS_FROM or "fork" not in mp.get_all_start_methods():
-        return array("I", map(ids.__getitem__, fps))
-    ctx = mp.get_context("fork")
+    if n < _FORK_FROM:
+        processes = 1
     bounds = [n * k // processes for k in range(processes + 1)]
-    children = []
-    for k in range(1, processes):
-        mine, theirs = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_targets_share, args=(theirs, ids, fps, bounds[k],
-                                                        bounds[k + 1]), daemon=True)
-        child.start()
-        theirs.close()
-        children.append((child, mine))
-    out = array("I", map(ids.__getitem__, fps[:bounds[1]]))
+    parts = _in_processes([partial(_targets_share, ids, fps, bounds[k], bounds[k + 1])
+                           for k in range(processes)], processes)
     del ids
+    out = parts[0]
+    for part in parts[1:]:
+        out.frombytes(part)
+    if len(out) != n:                # pragma: no cover - a child sent a short answer
+        raise RuntimeError("a graph-check process sent a short answer")
+    return out
+
+
+_FORK_FROM = 1 << 20            # transitions below which the checks run in one process
+
+
+def _targets_share(ids: dict, fps: array, start: int, end: int) -> array:
+    """The state numbers of transitions ``start:end``."""
+    return array("I", map(ids.__getitem__, fps[start:end]))
+
+
+def _in_processes(jobs: list, processes: int) -> list:
+    """The results of ``jobs`` (callables returning a bytes-like object: an ``array`` or a
+    ``bytearray``), in order.  With ``processes`` > 1 and fork available, job k runs in share
+    k mod ``processes``: this process runs share 0 and a forked child each other share, whose
+    results come back through a pipe as bytes (an ``array``'s as its raw bytes).  The
+    children inherit the graph, so nothing is copied to them; they only read it."""
+    processes = min(processes, len(jobs))
+    if processes <= 1 or "fork" not in mp.get_all_start_methods():
+        return [job() for job in jobs]
+    ctx = mp.get_context("fork")
+    children = []
     try:
-        for child, conn in children:
+        for k in range(1, processes):
+            mine, theirs = ctx.Pipe(duplex=False)
+            child = ctx.Process(target=_run_share, args=(theirs, jobs[k::processes]),
+                                daemon=True)
+            child.start()
+            theirs.close()
+            children.append((child, mine))
+        out = [None] * len(jobs)
+        out[::processes] = [job() for job in jobs[::processes]]
+        for k, (child, conn) in enumerate(children, 1):
             try:
-                out.frombytes(conn.recv_bytes())
+                out[k::processes] = [conn.recv_bytes() for _ in jobs[k::processes]]
             except EOFError:
                 raise RuntimeError(f"a graph-check process died (exit code {child.exitcode})"
                                    ) from None
+        return out
     finally:
         for child, conn in children:
             conn.close()
@@ -188,17 +217,13 @@ def _targets(rec: GraphRecorder, fp_levels, processes: int = 1) -> array:
             if child.is_alive():     # pragma: no cover - only after a failure above
                 child.kill()
                 child.join()
-    if len(out) != n:                # pragma: no cover - a child sent a short answer
-        raise RuntimeError("a graph-check process sent a short answer")
-    return out
 
 
-_FORK_TARGETS_FROM = 1 << 20            # transitions below which one process maps them all
-
-
-def _targets_share(conn, ids: dict, fps: array, start: int, end: int) -> None:
-    """A forked child of ``_targets``: the state numbers of transitions ``start:end``."""
-    conn.send_bytes(array("I", map(ids.__getitem__, fps[start:end])).tobytes())
+def _run_share(conn, jobs: list) -> None:
+    """A forked child of ``_in_processes``: run ``jobs`` in order, send each result."""
+    for job in jobs:
+        result = job()
+        conn.send_bytes(result.tobytes() if isinstance(result, array) else result)
     conn.close()
 
 
@@ -256,7 +281,10 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
     ``count`` is, for SETTLE, how many states cannot reach a settled one, for PROGRESS how
     many states owe the goal and cannot meet it without a fault, and 1 for DEADLOCK (the first
     deadlocked state; the rest is not counted); ``goal`` is PROGRESS's goal (else None).
-    ``processes``: how many processes may map the transitions to state numbers."""
+    ``processes``: how many processes may share the work.  SETTLE and each PROGRESS goal are
+    one reachability each, independent of one another: in one process they run in turn and
+    the first that fails ends the check; with several, they run at once (``_in_processes``)
+    and the first that fails in that order is reported, so the answer is the same."""
     status = rec.status
     n = len(status)
     off = rec.offsets
@@ -265,12 +293,30 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
     if first >= 0:
         return DEADLOCK, first, tgt, 1, None
     reversed_once = cache(partial(_Reversed, n, off, tgt))     # for _reach's fallback only
+    checks = []                         # (check ID, goal, the states that need an answer, job)
     if status.count(SETTLED) != n:
-        good = _reach(status.translate(_GOOD), off, tgt, reversed_once)
-        first = good.find(0)
-        if first >= 0:
-            return SETTLE, first, tgt, n - sum(good), None
-    return _progress(rec, tgt, reversed_once)
+        checks.append((SETTLE, None, None,
+                       partial(_reach, status.translate(_GOOD), off, tgt, reversed_once)))
+    checks += _progress(rec, tgt, reversed_once)
+    jobs = [job for _, _, _, job in checks]
+    if len(tgt) < _FORK_FROM or processes <= 1:
+        goods = map(_call, jobs)        # in turn, as far as the first that fails
+    else:
+        goods = _in_processes(jobs, processes)
+    for (kind, goal, owes, _), good in zip(checks, goods):
+        if kind == SETTLE:
+            first = good.find(0)
+            if first >= 0:
+                return SETTLE, first, tgt, n - sum(good), None
+            continue
+        bad = [i for i in range(n) if owes[i] and not good[i]]
+        if bad:
+            return PROGRESS, bad[0], tgt, len(bad), goal
+    return None
+
+
+def _call(job):
+    return job()
 
 
 _MAX_PASSES = 8                             # forward passes before _reach reverses the graph
@@ -367,32 +413,28 @@ def _is_strict(strict: tuple, goal: int) -> bool:
     return goal < len(strict) and bool(strict[goal])
 
 
-def _progress(rec: GraphRecorder, tgt, reversed_once):
-    """PROGRESS: for each goal, every state that owes it reaches one where it is met along
-    transitions that are not faults (nor timeouts, for a strict goal)."""
+def _progress(rec: GraphRecorder, tgt, reversed_once) -> list:
+    """PROGRESS, per goal owed somewhere: (PROGRESS, goal, the states that owe it, the
+    reachability that marks the states meeting it along transitions that are not faults (nor
+    timeouts, for a strict goal)); every state that owes the goal must be marked."""
     marks = rec.marks
     if marks is None:
-        return None
+        return []
     every = 0
     for m in marks:
         every |= m
-    goals = owed_goals(every)
-    if not goals:
-        return None
-    n = len(marks)
     allowed_of = {}                         # strict? -> the transitions a goal may use
-    for g in goals:
+    checks = []
+    for g in owed_goals(every):
         strict = _is_strict(rec.strict, g)
         if strict not in allowed_of:
             allowed_of[strict] = rec.edge.translate(_ORDINARY if strict else _NOT_FAULT)
         owe, done = 1 << (2 * g), 2 << (2 * g)
         owes = bytearray(map(bool, map(and_, marks, repeat(owe))))
-        good = _reach(bytearray(map(bool, map(and_, marks, repeat(done)))), rec.offsets, tgt,
-                      reversed_once, allowed_of[strict], need=owes)
-        bad = [i for i in range(n) if owes[i] and not good[i]]
-        if bad:
-            return PROGRESS, bad[0], tgt, len(bad), g
-    return None
+        checks.append((PROGRESS, g, owes, partial(
+            _reach, bytearray(map(bool, map(and_, marks, repeat(done)))), rec.offsets, tgt,
+            reversed_once, allowed_of[strict], need=owes)))
+    return checks
 
 
 def example_path(rec: GraphRecorder, tgt: array, first: int, limit: int = 40) -> tuple:

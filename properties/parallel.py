@@ -227,8 +227,15 @@ class _Pool:
             self.procs.append(p)
 
     def call(self, cmd: str, per_worker: list) -> list:
+        self.send(cmd, per_worker)
+        return self.receive()
+
+    def send(self, cmd: str, per_worker: list) -> None:
+        """Start ``cmd`` on every worker (``receive`` gathers the answers)."""
         for conn, args in zip(self.conns, per_worker):
             conn.send((cmd, args))
+
+    def receive(self) -> list:
         out = []
         for k, conn in enumerate(self.conns):
             try:
@@ -384,12 +391,17 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
         _note_state_hits(answers, wanted_state, reached)
 
         depth = 0
+        recorded = None             # a level's graph records, put in order during the next one
         while visited.states_per_depth and visited.states_per_depth[-1]:
             n_cur = visited.states_per_depth[-1]
             if stopper.should_stop():
                 pool.stop.set()
-            answers = pool.call("expand", [(wanted, stop_at_violation, None, True,
-                                            seconds_left())] * workers)
+            pool.send("expand", [(wanted, stop_at_violation, None, True, seconds_left())]
+                      * workers)
+            if recorded is not None:    # the last level's records, while the workers expand
+                _record(rec, *recorded)
+                recorded = None
+            answers = pool.receive()
             stopped = any(a["stopped"] for a in answers)
             if note_flags is not None:
                 for a in answers:
@@ -425,7 +437,7 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
                 complete, stop_reason = False, stopper.reason or MAX_SECONDS
                 break
             if rec is not None:
-                _record(rec, [a["rec"] for a in answers], n_cur)
+                recorded = ([a["rec"] for a in answers], n_cur)
             # merge: the smallest discovery key per fingerprint, and who holds that state
             best: dict = {}
             for w, a in enumerate(answers):
@@ -475,6 +487,8 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
             _note_state_hits(answers, wanted_state, reached)
             depth += 1
             say(depth)
+        if recorded is not None:
+            _record(rec, *recorded)
     finally:
         pool.close()
 

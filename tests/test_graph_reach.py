@@ -94,5 +94,67 @@ def test_forked_children_map_the_transitions_as_one_process_does(monkeypatch, pr
     rec.succ_fps = array("Q", [rng.choice(every) for _ in range(1000)])
     want = G._targets(rec, levels)
     assert want.tolist() == [every.index(f) for f in rec.succ_fps]
-    monkeypatch.setattr(G, "_FORK_TARGETS_FROM", 0)
+    monkeypatch.setattr(G, "_FORK_FROM", 0)
     assert G._targets(rec, levels, processes) == want
+
+
+def _recorded(rng: random.Random, n: int):
+    """A GraphRecorder of a random graph on ``n`` states (statuses, three goals' marks, edge
+    classes, goal 1 strict) and its levels of fingerprints."""
+    off, tgt = _graph(rng, n, back=rng.choice((0.1, 0.5)))
+    fps = rng.sample(range(1 << 62), n)
+    cut = sorted(rng.sample(range(1, n), min(3, n - 1)))
+    levels = [array("Q", sorted(fps[a:b])) for a, b in zip([0] + cut, cut + [n])]
+    every = [f for level in levels for f in level]
+    rec = G.GraphRecorder(progress=True)
+    settled = rng.choice((0.03, 0.3, 0.6))
+    rec.status = bytearray(G.SETTLED if rng.random() < settled or off[i] == off[i + 1]
+                           else G.OPEN for i in range(n))
+    if rng.random() < 0.1:
+        rec.status[rng.randrange(n)] = G.DEADLOCKED
+    rec.succ_fps = array("Q", [every[j] for j in tgt])
+    rec.offsets = off
+    owed, met = rng.choice((0.0, 0.1)), rng.choice((0.02, 0.3, 0.6))
+    rec.marks = array("Q", [sum((rng.random() < owed) << 2 * g | (rng.random() < met) << 2 * g + 1
+                                for g in range(3)) for _ in range(n)])
+    rec.edge = bytearray(rng.choice((0, 0, 0, 1, 2)) for _ in range(len(tgt)))
+    rec.strict = (False, True, False)
+    return rec, levels
+
+
+def test_the_checks_in_several_processes_answer_as_one_process_does(monkeypatch):
+    """SETTLE and each PROGRESS goal run at once in forked processes: the answer (which check,
+    its first offending state, the count, the goal) is the one the checks in turn give, on
+    seeded random graphs where each check is the first to fail somewhere."""
+    monkeypatch.setattr(G, "_FORK_FROM", 0)
+    kinds = set()
+    for seed in range(40):
+        rng = random.Random(seed)
+        rec, levels = _recorded(rng, rng.randrange(2, 200))
+        want = G.check(rec, levels)
+        for processes in (2, 3):
+            got = G.check(rec, levels, processes)
+            if want is None:
+                assert got is None
+            else:
+                kind, first, tgt, count, goal = got
+                assert (kind, first, count, goal) == (want[0], want[1], want[3], want[4])
+                assert tgt == want[2]
+        kinds.add(None if want is None else (want[0], want[4]))
+    assert {None, (G.DEADLOCK, None), (G.SETTLE, None)} <= kinds
+    assert {g for k, g in kinds - {None} if k == G.PROGRESS} >= {0, 1}
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_jobs_in_processes_come_back_in_order(processes):
+    jobs = [partial(bytearray, [k] * (k + 1)) for k in range(7)] + [partial(array, "I", [9, 8])]
+    got = G._in_processes(jobs, processes)
+    assert [bytes(r) for r in got[:7]] == [bytes([k] * (k + 1)) for k in range(7)]
+    assert array("I", got[7]) == array("I", [9, 8])     # an array comes back as its raw bytes
+
+
+def test_a_job_that_fails_in_a_child_is_reported():
+    def fails():
+        raise MemoryError("no room")
+    with pytest.raises(RuntimeError, match="graph-check process died"):
+        G._in_processes([partial(bytearray, 1), fails], 2)
