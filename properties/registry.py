@@ -1261,7 +1261,9 @@ def describe_violation(cfg: ModelConfig, design: Design, state: State, prop_id: 
         names = [clause_name]
     fields = []
     for name in names:
-        fields += [f for f in RELEVANT_FIELDS[name] if f not in fields]
+        # a clause a researcher added without its RELEVANT_FIELDS entry (tests/test_describe.py
+        # fails on it) still gets its trace printed, with no facts listed
+        fields += [f for f in RELEVANT_FIELDS.get(name, ()) if f not in fields]
     return describe_fields(cfg, design, state, fields)
 
 

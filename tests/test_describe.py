@@ -286,3 +286,14 @@ def test_violation_fields_say_what_the_clause_is_about():
     with pytest.raises(KeyError):
         describe_fields(CONFIGS["zk-forward-zombie"], design_for(None),
                         model_next.initial_state(CONFIGS["zk-forward-zombie"]), ["nope"])
+
+
+def test_a_clause_without_relevant_fields_does_not_lose_the_trace(monkeypatch):
+    """A clause added without its RELEVANT_FIELDS entry: describing its violation lists no
+    facts instead of raising KeyError after the explorer found the violation."""
+    cfg = CONFIGS["kraft-registration"]
+    state = model_next.initial_state(cfg)
+    name = "registered-only-if-log-agrees"
+    assert registry.describe_violation(cfg, design_for(None), state, "P3", name)
+    monkeypatch.delitem(registry.RELEVANT_FIELDS, name)
+    assert registry.describe_violation(cfg, design_for(None), state, "P3", name) == []
