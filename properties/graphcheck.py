@@ -160,8 +160,6 @@ def _targets(rec: GraphRecorder, fp_levels, processes: int = 1) -> array:
     ids = dict(zip(chain.from_iterable(fp_levels), range(len(rec.status))))
     fps = rec.succ_fps
     n = len(fps)
-    if n < _FORK_FROM:
-        processes = 1
     bounds = [n * k // processes for k in range(processes + 1)]
     parts = _in_processes([partial(_targets_share, ids, fps, bounds[k], bounds[k + 1])
                            for k in range(processes)], processes)
@@ -288,6 +286,8 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
     status = rec.status
     n = len(status)
     off = rec.offsets
+    if len(rec.succ_fps) < _FORK_FROM:
+        processes = 1                   # forking would cost more than it saves
     tgt = _targets(rec, fp_levels, processes)
     first = status.find(DEADLOCKED)
     if first >= 0:
@@ -299,8 +299,8 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
                        partial(_reach, status.translate(_GOOD), off, tgt, reversed_once)))
     checks += _progress(rec, tgt, reversed_once)
     jobs = [job for _, _, _, job in checks]
-    if len(tgt) < _FORK_FROM or processes <= 1:
-        goods = map(_call, jobs)        # in turn, as far as the first that fails
+    if processes <= 1:
+        goods = (job() for job in jobs)     # in turn, as far as the first that fails
     else:
         goods = _in_processes(jobs, processes)
     for (kind, goal, owes, _), good in zip(checks, goods):
@@ -313,10 +313,6 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
         if bad:
             return PROGRESS, bad[0], tgt, len(bad), goal
     return None
-
-
-def _call(job):
-    return job()
 
 
 _MAX_PASSES = 8                             # forward passes before _reach reverses the graph

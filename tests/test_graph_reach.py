@@ -83,7 +83,7 @@ def test_stuck_states_stay_unmarked_and_the_reversed_graph_is_not_built():
 
 
 @pytest.mark.parametrize("processes", [2, 3])
-def test_forked_children_map_the_transitions_as_one_process_does(monkeypatch, processes):
+def test_forked_children_map_the_transitions_as_one_process_does(processes):
     """The explorer's workers share the mapping of transitions to state numbers: forked
     children each map a share; the numbers are the same, in the same order."""
     rng = random.Random(processes)
@@ -94,7 +94,6 @@ def test_forked_children_map_the_transitions_as_one_process_does(monkeypatch, pr
     rec.succ_fps = array("Q", [rng.choice(every) for _ in range(1000)])
     want = G._targets(rec, levels)
     assert want.tolist() == [every.index(f) for f in rec.succ_fps]
-    monkeypatch.setattr(G, "_FORK_FROM", 0)
     assert G._targets(rec, levels, processes) == want
 
 
