@@ -1436,15 +1436,17 @@ def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> 
         for _, reply in q.uncommitted:
             if reply:
                 s = _reply_not_controller(s, cfg, d, old, reply)
-    return _activate_heartbeat_manager(s, cfg)
+    return _activate_heartbeat_manager(s, cfg, d)
 
 
-def _activate_heartbeat_manager(s: State, cfg: ModelConfig) -> State:
+def _activate_heartbeat_manager(s: State, cfg: ModelConfig, d: Design) -> State:
     """BR-13: a controller that becomes active starts a fresh heartbeat manager, with a
     session contacted now for every broker registered in its (committed) log."""
     if not cfg.broker_registration:
         return s
     registered = {rec.broker_id for rec in s.quorum.log if rec.kind == REGISTER_BROKER}
+    if d.activation_leaves_sessions_untracked:
+        registered = set()      # KAFKA-18138: no contact time, so the fence timer skips them
     return replace(s, nodes=tuple(
         replace(node, hb_contact=s.now if b in registered else NO_TIME)
         if node.hb_contact != (s.now if b in registered else NO_TIME) else node
@@ -1554,5 +1556,5 @@ def node_restarts(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None
     if cfg.mode == KRAFT and s.quorum.leader == n:
         # the leader comes back as the active controller (the model holds no election for
         # it): its heartbeat manager died with the old process and starts afresh
-        s = _activate_heartbeat_manager(s, cfg)
+        s = _activate_heartbeat_manager(s, cfg, d)
     return s

@@ -366,6 +366,7 @@ class Design:
     internal_topics_bypass_policy: bool = False
     auto_create_errors_only_logged: bool = False
     registration_ignores_omitted_features: bool = False
+    activation_leaves_sessions_untracked: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -634,6 +635,13 @@ VARIANTS = {v.name: v for v in (
             "KAFKA-17305 ('Quorum controller should check the finalized kraft.version during "
             "broker registration', fixed on trunk 2024-08-21 after 3.8.0); BR-4.9", ("P12",),
             ("registration_ignores_omitted_features",), "kraft-broker-features"),
+    Variant("activation-leaves-sessions-untracked",
+            "a controller that becomes active starts its heartbeat manager without a contact "
+            "time for the brokers already registered: a broker that fails as the controller "
+            "fails over never heartbeats the new one, is never tracked, and is never fenced",
+            "KAFKA-18138 ('The controller must add all extant brokers to BrokerHeartbeatTracker "
+            "when activating', PR #18009, 2024-12); BR-13, BH-9", ("P10",),
+            ("activation_leaves_sessions_untracked",), "kraft-broker-failover"),
 )}
 
 

@@ -258,6 +258,19 @@ KRAFT_BROKER_REGISTRATION = ModelConfig(
                "duplicate-broker-registration-refused"),
 )
 
+KRAFT_BROKER_FAILOVER = ModelConfig(
+    name="kraft-broker-failover",
+    description="Broker sessions across a controller failover: C1 leads, C2 can take over (one "
+                "election); B3 is registered and heartbeats; one crash (B3, or C1 before C2 is "
+                "elected): a broker that dies as the controller fails over must still be fenced "
+                "by the new active controller (BR-13, BH-9).",
+    mode=KRAFT, nodes=(_controller("C1"), _controller("C2"), _broker("B3")), clients=(),
+    acls=ACLS, broker_registration=True, initial_controller=0,
+    initially_registered_brokers=(2,),
+    max_elections=1, max_crashes=1, session_timeout=1, max_time=2,
+    witnesses=("broker-fenced-by-session-timeout",),
+)
+
 # B2's software in kraft-broker-features: its first process run predates kraft.version (the
 # registration omits the feature); its restart runs upgraded software that supports it (BR-4.9)
 SOFTWARE_BEFORE_KRAFT_VERSION = ((kafka.METADATA_VERSION_FEATURE, 1, 20),)
@@ -486,6 +499,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
+                               KRAFT_BROKER_FAILOVER,
                                ZK_MEDIUM, KRAFT_MEDIUM, KRAFT_MEDIUM_REGISTERING,
                                KRAFT_MEDIUM_LEADER_LOSS,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}

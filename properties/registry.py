@@ -959,6 +959,28 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
     return True
 
 
+def dead_broker_fenced_when_settled(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """Once quiescent with a live active controller, no broker that is down holds an unfenced
+    registration in the committed log: a broker that stops heartbeating is fenced, also when
+    it stopped as the controller failed over.
+
+    BH-9: the active controller fences an unfenced broker whose session ran out; BR-13: a
+    controller that becomes active starts a session for every registered broker, so a broker
+    that never heartbeats it is fenced a session timeout later; KAFKA-18138 ('Otherwise, we
+    could end up in a situation where a broker fails exactly as a controller failover occurs,
+    and we never fence it')."""
+    if not _broker_registration(cfg):
+        return True
+    q = s.quorum
+    if q.leader == NO_NODE or not s.nodes[q.leader].alive:
+        return True
+    for b in cfg.brokers():
+        cur = _committed_registration(q.log, b)
+        if not s.nodes[b].alive and cur is not None and not cur[1]:
+            return False
+    return True
+
+
 # ------------------------------------------------------------------------------------------
 # P11 auto-created-topics
 
@@ -1150,8 +1172,9 @@ PROPERTIES = (
     Property("P10", "broker-epochs",
              "a broker's epoch changes exactly when its incarnation does; a live broker holding "
              "its current registration is never told its epoch is stale, is fenced only after its "
-             "session expired and, once the cluster has settled, is not left fenced",
-             "KAFKA-16952; BR-3, BR-5, BH-4, BH-7, BH-9, BL-11",
+             "session expired and, once the cluster has settled, is not left fenced; a broker "
+             "that stops heartbeating is fenced once the cluster has settled",
+             "KAFKA-16952; KAFKA-18138; BR-3, BR-5, BR-13, BH-4, BH-7, BH-9, BL-11",
              (Clause("broker-epoch-changes-with-incarnation", ALWAYS,
                      broker_epoch_changes_with_incarnation),
               Clause("current-broker-never-told-stale", ALWAYS, current_broker_never_told_stale,
@@ -1159,7 +1182,9 @@ PROPERTIES = (
               Clause("broker-fenced-only-after-session-expired", ALWAYS,
                      broker_fenced_only_after_session_expired),
               Clause("registered-broker-unfenced-when-settled", QUIESCENT,
-                     registered_broker_unfenced_when_settled, _broker_registration))),
+                     registered_broker_unfenced_when_settled, _broker_registration),
+              Clause("dead-broker-fenced-when-settled", QUIESCENT,
+                     dead_broker_fenced_when_settled, _broker_registration))),
     Property("P11", "auto-created-topics",
              "every topic the cluster creates passes the create-topic policy, whoever asked for "
              "it; a Metadata request whose auto-creation the policy refuses is answered with the "
@@ -1246,6 +1271,7 @@ RELEVANT_FIELDS = {
     "broker-fenced-only-after-session-expired": ("broker-registrations", "metadata-log", "clock"),
     "registered-broker-unfenced-when-settled": ("broker-registrations", "broker-lifecycles",
                                                 "metadata-log"),
+    "dead-broker-fenced-when-settled": ("broker-registrations", "metadata-log", "clock"),
 }
 
 

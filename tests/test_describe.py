@@ -247,8 +247,9 @@ def test_every_field_renders_on_a_reachable_state(config):
             assert line and not raw_reprs(line), (config, st, line)
 
 
-@pytest.mark.parametrize("name", [n for n, v in VARIANTS.items()
-                                  if set(v.breaks) & set(registry.PROPERTY_IDS)])
+# an accepted miss has no violating state to describe
+@pytest.mark.parametrize("name", [n for n, v in VARIANTS.items() if v.must_be_caught
+                                  and set(v.breaks) & set(registry.PROPERTY_IDS)])
 def test_violation_lists_the_relevant_fields(name):
     v = VARIANTS[name]
     spec = KafkaSpec.named(v.config, name)

@@ -28,6 +28,7 @@ PINNED = {
     "kraft-internal-topics": (3870, 3870),
     "kraft-internal-topics-policy": (788, 788),
     "kraft-broker-features": (3044, 3044),
+    "kraft-broker-failover": (90317, 90317),
 }
 
 

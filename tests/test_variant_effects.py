@@ -15,7 +15,8 @@ from model.configs import CONFIGS
 from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE,
                          CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE, ENVELOPE_REQUEST,
-                         ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE, REGISTER_BROKER,
+                         ENVELOPE_RESPONSE, FORWARD, MUTATION_RECORD, NO_NODE, NO_TIME,
+                         REGISTER_BROKER,
                          REGISTER_CONTROLLER, REGISTRATION, REGISTRATION_REQUEST,
                          REGISTRATION_RESPONSE, REPLY_CLIENT, REPLY_ENVELOPE, STATIC_ENDPOINTS,
                          TOPIC_RECORD, UNRESOLVED_ENDPOINTS, EnvelopeRequest, EnvelopeResponse,
@@ -688,6 +689,20 @@ def effect_registration_ignores_omitted_features():
     assert new_msgs(pre, bad) == []
 
 
+def effect_activation_leaves_sessions_untracked():
+    """C2 becomes the active controller while B3's registration is committed: the shipped
+    controller starts B3's session at the current time (BR-13), so its fence timer can later
+    fence a B3 that never heartbeats; the variant (KAFKA-18138) leaves B3 with no contact time,
+    which the fence timer skips."""
+    pre, good, bad = both("kraft-broker-failover", "activation-leaves-sessions-untracked",
+                          [S("clock_ticks")], S("controller_becomes_leader", 1))
+    assert any(r.kind == REGISTER_BROKER and r.broker_id == 2 for r in pre.quorum.log)
+    assert (pre.now, pre.nodes[2].hb_contact) == (1, 0)     # C1's session for B3, from time 0
+    assert good.quorum.leader == bad.quorum.leader == 1
+    assert good.nodes[2].hb_contact == 1                     # C2's fresh session
+    assert bad.nodes[2].hb_contact == NO_TIME
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -724,6 +739,7 @@ EFFECTS = {
     "internal-topics-bypass-policy": effect_internal_topics_bypass_policy,
     "auto-create-errors-only-logged": effect_auto_create_errors_only_logged,
     "registration-ignores-omitted-features": effect_registration_ignores_omitted_features,
+    "activation-leaves-sessions-untracked": effect_activation_leaves_sessions_untracked,
 }
 
 

@@ -907,7 +907,19 @@ def controller_becomes_leader(S: Sym, cfg: ModelConfig, d: Design, c: int):
         p = f"q.uncommitted.{k}."
         reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
         S2 = _reply_not_controller(S2, cfg, d, old, reply, when=And(tell, used, S[p + "has_reply"]))
-    return enabled, S2
+    return enabled, _activate_heartbeat_manager(S2, cfg, d)
+
+
+def _activate_heartbeat_manager(S: Sym, cfg: ModelConfig, d: Design):
+    """BR-13 (``model.actions._activate_heartbeat_manager``): the new active controller's
+    broker sessions are broker-registration state, which this encoding does not state (the
+    layout holds them constant): a configuration that runs broker registration is refused
+    before any step is built (next.unencoded_actions), so this never answers for one."""
+    if cfg.broker_registration:
+        raise ValueError(f"{cfg.name}: an active controller's broker sessions are not encoded "
+                         f"(activation_leaves_sessions_untracked="
+                         f"{d.activation_leaves_sessions_untracked})")
+    return S
 
 
 # --------------------------------------------------------------------------------------------
@@ -1080,6 +1092,9 @@ def node_restarts(S: Sym, cfg: ModelConfig, d: Design, n: int):
         keep["replayed"] = S.node(n, "replayed")
         keep["send_requested"] = cfg.registration and cfg.nodes[n].role == CONTROLLER
     S2 = _reset_node(S, cfg, n, **keep)
+    if cfg.mode == KRAFT:
+        # the leader comes back as the active controller (no election for it)
+        S2 = _activate_heartbeat_manager(S2, cfg, d)
     return enabled, S2.set({"restarts_left": S["restarts_left"] - 1})
 
 
