@@ -330,7 +330,11 @@ class BrokerHeartbeatManager:
         return any(state.tracked for state in self.brokers.values())
 
     def _unfenced(self) -> list[tuple[int, BrokerHeartbeatState]]:
-        return sorted(((bid, s) for bid, s in self.brokers.items() if not s.fenced),
+        """The fence timer's list: the unfenced brokers with a tracked contact (Kafka's
+        ``BrokerHeartbeatTracker`` holds only contact times it was given; a broker without one
+        is never found stale)."""
+        return sorted(((bid, s) for bid, s in self.brokers.items()
+                       if not s.fenced and s.tracked),
                       key=lambda item: (item[1].last_contact_ms, item[1].order))
 
     def next_check_time_ms(self) -> int | None:
@@ -360,7 +364,8 @@ class ClusterControlManager:
 
     def __init__(self, node_id: int, authorizer: ClusterAuthorizer, cluster_id: str | None = None,
                  session_timeout_ms: int = BROKER_SESSION_TIMEOUT_MS, *, kraft_version: int = 0,
-                 ignore_omitted_features: bool = False):
+                 ignore_omitted_features: bool = False,
+                 activation_leaves_sessions_untracked: bool = False):
         self.node_id = node_id
         self.authorizer = authorizer
         self.cluster_id = cluster_id
@@ -369,6 +374,9 @@ class ClusterControlManager:
         self.kraft_version = kraft_version
         # 3.8.0 (before KAFKA-17305): a finalized feature the registration omits is not checked
         self.ignore_omitted_features = ignore_omitted_features
+        # before KAFKA-18138's fix (PR #18009): ``activate`` registers every broker's fenced
+        # state but gives the tracker no contact time for it
+        self.activation_leaves_sessions_untracked = activation_leaves_sessions_untracked
         self.heartbeat_manager: BrokerHeartbeatManager | None = None
 
     def is_active(self, quorum: RaftQuorum) -> bool:
@@ -380,6 +388,9 @@ class ClusterControlManager:
         self.heartbeat_manager = BrokerHeartbeatManager(self.session_timeout_ms)
         for broker_id, registration in sorted(broker_registrations(quorum).items()):
             self.heartbeat_manager.register(broker_id, registration.fenced, now_ms)
+            if self.activation_leaves_sessions_untracked:
+                # no updateContactTime: the fence timer never finds this broker stale
+                self.heartbeat_manager.brokers[broker_id].tracked = False
 
     def revert_to_committed(self, quorum: RaftQuorum) -> None:
         """The leader's uncommitted records are gone (its process died with them, R-17): the

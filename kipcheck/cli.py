@@ -1002,14 +1002,14 @@ def cmd_prove(args) -> int:
 
 
 def cmd_conform(args) -> int:
-    from properties.conformance import KNOWN_BUGS, PROFILES, run_conformance
+    from properties.conformance import KNOWN_BUGS, PROFILES, VARIANT_BUGS, run_conformance
     spec = _spec(args.config, None)
     if args.steps is not None and not 1 <= args.steps <= 10_000:
         raise BadInput("--steps must be between 1 and 10000")
-    bad = [b for b in args.bug if b not in KNOWN_BUGS]
+    bad = [b for b in args.bug if b not in KNOWN_BUGS + VARIANT_BUGS]
     if bad:
         raise BadInput(f"--bug: unknown implementation bug {bad[0]!r}; bugs: "
-                       f"{', '.join(KNOWN_BUGS)}")
+                       f"{', '.join(KNOWN_BUGS + VARIANT_BUGS)}")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     examples, steps = PROFILES[args.profile]
     out = sys.stderr if args.json else sys.stdout
@@ -1136,7 +1136,8 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--profile", default="ci", choices=("ci", "dev", "nightly"))
     cf.add_argument("--bug", action="append", default=[],
                     help="inject an implementation bug, to see conformance catch it "
-                    "(skip-check-op)")
+                    "(skip-check-op, or Kafka's code before a fix, named after its design "
+                    "variant: registration-ignores-omitted-features, ...)")
     cf.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     cf.set_defaults(func=cmd_conform)
 

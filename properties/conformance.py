@@ -68,7 +68,8 @@ from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FIND_COORDINATOR as I_F
                                  KRAFT_MODE, METADATA as I_METADATA, MUTATION as I_MUTATION,
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
-from impl.cluster import (AUTO_TOPIC_BUGS, CLIENT_MAX_VERSION, MIGRATION_BUGS,
+from impl.cluster import (ACTIVATION_LEAVES_SESSIONS_UNTRACKED, AUTO_TOPIC_BUGS,
+                          CLIENT_MAX_VERSION, MIGRATION_BUGS,
                           REGISTERS_UNRESOLVED_ENDPOINTS, REGISTRATION_BUGS,
                           REGISTRATION_IGNORES_OMITTED_FEATURES, ZK_REGISTRATION_BUGS)
 from impl.lifecycle import BROKER_SESSION_TIMEOUT_MS
@@ -82,7 +83,7 @@ KNOWN_BUGS = ("skip-check-op",)
 # conformance checks the variant (the implementation's default is the model's design).
 VARIANT_BUGS = (tuple(REGISTRATION_BUGS) + (REGISTERS_UNRESOLVED_ENDPOINTS,)
                 + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS + AUTO_TOPIC_BUGS
-                + (REGISTRATION_IGNORES_OMITTED_FEATURES,))
+                + (REGISTRATION_IGNORES_OMITTED_FEATURES, ACTIVATION_LEAVES_SESSIONS_UNTRACKED))
 
 PROFILES = {          # (examples, steps per example)
     "ci": (60, 40),
@@ -274,7 +275,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
     unknown = [b for b in bugs if b not in KNOWN_BUGS + VARIANT_BUGS]
     if unknown:
         raise ValueError(f"unknown implementation bug {unknown[0]!r}; bugs: "
-                         f"{', '.join(KNOWN_BUGS)}")
+                         f"{', '.join(KNOWN_BUGS + VARIANT_BUGS)}")
     tick = tick_ms(cfg)
     nodes = tuple(NodeConfig(i, n.name, n.role, node_properties(cfg, i), n.principal,
                              api_max=((kafka.CREATE_TOPICS, n.api_max),

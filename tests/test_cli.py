@@ -258,7 +258,11 @@ def test_conform_agrees_and_reports_an_injected_bug(capsys):
     assert code == 1 and "DIVERGENCE" in out and "<-- first divergence" in out
     assert "Step('controller_processes_event', (0,))" in out
     code, _, err = run(["conform", "--config", "zk-forward-zombie", "--bug", "nope"], capsys)
-    assert code == 2 and "skip-check-op" in err
+    assert code == 2 and "skip-check-op" in err and "activation-leaves-sessions-untracked" in err
+    # a bug named after a design variant: Kafka's code before a fix, against the shipped model
+    code, out, _ = run(["conform", "--config", "kraft-broker-failover", "--seed", "3",
+                        "--bug", "activation-leaves-sessions-untracked"], capsys)
+    assert code == 1 and "not enabled in the implementation" in out
 
 
 def test_explore_says_when_a_flag_changed_nothing(capsys):

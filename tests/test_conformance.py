@@ -519,6 +519,39 @@ def test_the_feature_check_bug_diverges_under_hypothesis():
     assert len(r.divergence.steps) <= 4
 
 
+def test_the_session_activation_bug_is_the_models_variant():
+    """kraft-broker-failover: C2 becomes the active controller and B3 crashes.  The default
+    implementation starts B3's session at activation (BR-13), so time runs on to its fence as
+    in the model; with the bug activation-leaves-sessions-untracked (Kafka before KAFKA-18138's
+    fix) nothing tracks a session, the fence timer waits for nothing and the clock cannot tick
+    there: the implementation diverges from the shipped model at that tick, and runs in lockstep
+    with the variant's model along the variant's counterexample."""
+    from model.config import VARIANTS
+    cfg = CONFIGS["kraft-broker-failover"]
+    bug = ("activation-leaves-sessions-untracked",)
+    failover = [Step("controller_becomes_leader", (1,)), Step("node_crashes", (2,))]
+    fenced = failover + [Step("clock_ticks", ()), Step("clock_ticks", ()),
+                         Step("controller_fences_stale_broker", (2,))]
+    assert check_steps(cfg, fenced, seed=SEED) is None
+    wrong = check_steps(cfg, fenced, seed=SEED, bugs=bug)
+    assert wrong is not None and wrong.index == 3 and wrong.step == Step("clock_ticks", ())
+    design = VARIANTS["activation-leaves-sessions-untracked"].design
+    replays = [Step("node_replays_record", (1,))] * 2 + [Step("node_replays_record", (0,))] * 2
+    assert check_steps(cfg, failover + replays, seed=SEED, design=design, bugs=bug) is None
+
+
+def test_the_session_activation_bug_diverges_under_hypothesis():
+    from model.config import VARIANTS
+    bug = ("activation-leaves-sessions-untracked",)
+    r = run_conformance("kraft-broker-failover", seed=SEED, profile="ci", bugs=bug)
+    assert r.divergence is not None
+    assert r.divergence.step == Step("clock_ticks", ())
+    # against the variant's model the bug runs in lockstep
+    r = run_conformance("kraft-broker-failover", seed=SEED, profile="ci", bugs=bug,
+                        design=VARIANTS["activation-leaves-sessions-untracked"].design)
+    assert r.divergence is None and r.steps > 500
+
+
 def test_what_observers_keep_equals_what_they_would_decode_afresh():
     """``message_views`` keeps a message's view while it is in flight (it is decoded once), a
     ZK cluster's ``writes`` scans only the new transactions, and /brokers/ids znodes are

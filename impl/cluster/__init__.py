@@ -57,7 +57,8 @@ from impl.cluster.observation import (AutoTopicState, BrokerRegistrationView, Cl
                                       Registration, ZkBrokerRegistrationView)
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
-from impl.cluster.wiring import (AUTO_CREATE_ERRORS_ONLY_LOGGED, AUTO_TOPIC_BUGS,
+from impl.cluster.wiring import (ACTIVATION_LEAVES_SESSIONS_UNTRACKED,
+                                 AUTO_CREATE_ERRORS_ONLY_LOGGED, AUTO_TOPIC_BUGS,
                                  BROKER_INFO_NOT_CACHED, BROKER_INFO_UPDATE_RACES_REGISTRATION,
                                  CLAIMS_BEFORE_BROKERS_READY,
                                  ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER,
@@ -80,7 +81,7 @@ __all__ = [
     "BROKER_INFO_UPDATE_RACES_REGISTRATION", "MIGRATION_BUGS", "CLAIMS_BEFORE_BROKERS_READY",
     "ENTITY_CONFIG_WRITE_UNCHECKED", "ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER",
     "AUTO_TOPIC_BUGS", "INTERNAL_TOPICS_BYPASS_POLICY", "AUTO_CREATE_ERRORS_ONLY_LOGGED",
-    "REGISTRATION_IGNORES_OMITTED_FEATURES",
+    "REGISTRATION_IGNORES_OMITTED_FEATURES", "ACTIVATION_LEAVES_SESSIONS_UNTRACKED",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
     "ZkBrokerRegistrationView", "CreatedTopic", "AutoTopicState",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",

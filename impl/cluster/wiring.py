@@ -38,7 +38,8 @@ import random
 from dataclasses import dataclass, field, replace
 
 from impl import config as listener_config
-from impl.broker_registration import (MV_3_7_IV2, ClusterControlManager, register_broker_record,
+from impl.broker_registration import (MV_3_7_IV2, ClusterControlManager,
+                                      broker_registrations, register_broker_record,
                                       register_broker_record_version)
 from impl.auto_topics import AutoTopicCreationManager, create_topic_policy
 from impl.channel import ControllerChannel, own_api_ranges
@@ -123,6 +124,12 @@ AUTO_TOPIC_BUGS = (INTERNAL_TOPICS_BYPASS_POLICY, AUTO_CREATE_ERRORS_ONLY_LOGGED
 # Kafka 3.8.0, before KAFKA-17305 (BR-4.9; the model's variant of that name).  Default: an
 # omitted finalized feature counts as [0, 0].
 REGISTRATION_IGNORES_OMITTED_FEATURES = "registration-ignores-omitted-features"
+
+# ``ClusterConfig.bugs``: a controller that becomes active tracks no contact time for the
+# brokers already registered, so its fence timer never fences one that stops heartbeating --
+# Kafka before KAFKA-18138's fix (BR-13; the model's variant of that name).  Default: every
+# registered broker's session starts at activation.
+ACTIVATION_LEAVES_SESSIONS_UNTRACKED = "activation-leaves-sessions-untracked"
 
 # the inter.broker.protocol.version an operator's second rolling bounce sets (MG-1)
 MIGRATION_INTER_BROKER_PROTOCOL_VERSION = "3.7-IV0"
@@ -577,9 +584,17 @@ class ClusterWiring:
                         n, self.acls.cluster, cluster_id=CLUSTER_ID,
                         session_timeout_ms=self._session_timeout_ms(n),
                         kraft_version=cfg.kraft_version,
-                        ignore_omitted_features=REGISTRATION_IGNORES_OMITTED_FEATURES in cfg.bugs)
+                        ignore_omitted_features=REGISTRATION_IGNORES_OMITTED_FEATURES in cfg.bugs,
+                        activation_leaves_sessions_untracked=(
+                            ACTIVATION_LEAVES_SESSIONS_UNTRACKED in cfg.bugs))
                     if n == ic:
-                        node.cluster_control.activate(self.now_ms, self.quorum)    # BR-13
+                        ccm = node.cluster_control
+                        ccm.activate(self.now_ms, self.quorum)    # BR-13
+                        # a running cluster: the registered brokers have heartbeated the
+                        # initial controller now (the model's initial contact time), whatever
+                        # activation gave them (activation-leaves-sessions-untracked)
+                        for b, reg in sorted(broker_registrations(self.quorum).items()):
+                            ccm.heartbeat_manager.register(b, reg.fenced, self.now_ms)
                 if n in cfg.initially_registered:
                     delta = self.quorum.catch_up(n)
                     if node.registration:
