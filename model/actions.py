@@ -95,12 +95,15 @@ def metadata_version_of(records) -> int:
 
 
 def unsupported_feature(cfg: ModelConfig, n: int, incarnation: int, mv: int,
-                        ignore_omitted: bool = False) -> str | None:
+                        ignore_omitted: bool = False, zero_min_sent_as_one: bool = False
+                        ) -> str | None:
     """BR-4.9 (processRegistrationFeature): the first finalized feature whose level the
     software of node ``n``'s process run ``incarnation`` does not support, None if it
     supports them all.  A registration without metadata.version supports [1, 1]; one without
     kraft.version supports only level 0 (KAFKA-17305's fix), unless ``ignore_omitted``
-    (3.8.0: a finalized feature the registration omits is not checked)."""
+    (3.8.0: a finalized feature the registration omits is not checked).
+    ``zero_min_sent_as_one``: the request states a range that starts at 0 as starting at 1
+    (KAFKA-17492)."""
     features = cfg.nodes[n].features(incarnation)
     if features is None:
         return None
@@ -114,6 +117,8 @@ def unsupported_feature(cfg: ModelConfig, n: int, incarnation: int, mv: int,
             continue
         else:
             lo = hi = 0
+        if zero_min_sent_as_one and name in ranges and lo == 0:
+            lo = 1      # KAFKA-17492: a BrokerRegistrationRequest below v4 said [1, hi]
         if not lo <= level <= hi:
             return name
     return None
@@ -1176,7 +1181,8 @@ def controller_handles_broker_registration(s: State, cfg: ModelConfig, d: Design
         # since KAFKA-16952 the heartbeat manager is changed only after every check passed
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
     if unsupported_feature(cfg, b, m.incarnation_id, metadata_version_of(view),
-                           d.registration_ignores_omitted_features) is not None:
+                           d.registration_ignores_omitted_features,
+                           d.registration_raises_zero_min_version) is not None:
         # BR-4.9: the run's software does not support a finalized level (the request's
         # Features are its run's, NodeSpec.software)
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNSUPPORTED_VERSION)

@@ -367,6 +367,7 @@ class Design:
     auto_create_errors_only_logged: bool = False
     registration_ignores_omitted_features: bool = False
     activation_leaves_sessions_untracked: bool = False
+    registration_raises_zero_min_version: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -642,6 +643,15 @@ VARIANTS = {v.name: v for v in (
             "KAFKA-18138 ('The controller must add all extant brokers to BrokerHeartbeatTracker "
             "when activating', PR #18009, 2024-12); BR-13, BH-9", ("P10",),
             ("activation_leaves_sessions_untracked",), "kraft-broker-failover"),
+    Variant("registration-raises-zero-min-version",
+            "a broker's registration states a supported range that starts at 0 as starting at "
+            "1 (BrokerRegistrationRequest below v4): a broker whose software supports "
+            "kraft.version 0..1 is refused with UNSUPPORTED_VERSION by a controller with "
+            "kraft.version finalized at 0, and retries for ever",
+            "KAFKA-17492 ('skip features with minVersion of 0 instead of replacing 0 with 1 "
+            "when BrokerRegistrationRequest < 4', e311716bebc, 2024-09; the replacement came "
+            "with KAFKA-17011); BR-4.9", ("P12",),
+            ("registration_raises_zero_min_version",), "kraft-broker-features-v0"),
 )}
 
 

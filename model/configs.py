@@ -296,6 +296,19 @@ KRAFT_BROKER_FEATURES = ModelConfig(
                "restarted-broker-registered"),
 )
 
+KRAFT_BROKER_FEATURES_V0 = ModelConfig(
+    name="kraft-broker-features-v0",
+    description="Supported ranges that start at 0: C1 leads with kraft.version finalized at 0 "
+                "(a static quorum); B2's software supports kraft.version 0..1, so it registers "
+                "(BR-4.9) and is unfenced; no faults.",
+    mode=KRAFT,
+    nodes=(_controller("C1"), replace(_broker("B2"), software=(SOFTWARE_WITH_KRAFT_VERSION,))),
+    clients=(), acls=ACLS, broker_registration=True, initial_controller=0,
+    finalized_features=((kafka.KRAFT_VERSION_FEATURE, 0),),
+    max_crashes=0, max_restarts=0, session_timeout=1, max_time=2,
+    witnesses=("broker-unfenced",),
+)
+
 # advertised as configured with a blank host and port 0: resolved and bound anew by each
 # process run (EP-1..EP-5)
 CONTROLLER_EPHEMERAL = Listener("CONTROLLER", "SSL", CONTROLLER_LISTENER, host=WILDCARD_HOST,
@@ -499,7 +512,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                KRAFT_BROKER_ENDPOINTS, ZK_BROKER_REGISTRATION,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
-                               KRAFT_BROKER_FAILOVER,
+                               KRAFT_BROKER_FAILOVER, KRAFT_BROKER_FEATURES_V0,
                                ZK_MEDIUM, KRAFT_MEDIUM, KRAFT_MEDIUM_REGISTERING,
                                KRAFT_MEDIUM_LEADER_LOSS,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}

@@ -1074,6 +1074,37 @@ def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
     return True
 
 
+def supported_brokers_not_refused(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """No broker registration is refused for its features while the registering process run's
+    software supports every finalized feature at its finalized level: an UNSUPPORTED_VERSION
+    answer to a BrokerRegistrationRequest names a run that cannot run some finalized level.
+
+    BR-4.9: "each requested feature's finalized level ... must lie in [Min, Max], else
+    UnsupportedVersionException" -- the refusal is for a level outside the range the broker
+    supports, never for one inside it; KIP-584: a broker advertises the ranges it supports and
+    may join a cluster whose finalized levels lie within them (KAFKA-17492: a range starting at
+    0 sent as starting at 1 refused brokers that supported kraft.version 0, and blocked
+    upgrades)."""
+    if not _broker_registration(cfg):
+        return True
+    refused = [m for m in s.network if m.kind == BROKER_REGISTRATION_RESPONSE
+               and m.error == kafka.UNSUPPORTED_VERSION]
+    if not refused:
+        return True
+    mv = kafka.MINIMUM_KRAFT_VERSION
+    for rec in _appended_records(s.quorum):
+        if rec.kind == FEATURE_LEVEL:
+            mv = rec.level
+    for m in refused:
+        features = cfg.nodes[m.dst].features(m.incarnation_id)
+        if features is None or all(
+                _supports(features, name, level)
+                for name, level in ((kafka.METADATA_VERSION_FEATURE, mv),)
+                + cfg.finalized_features):
+            return False
+    return True
+
+
 PROPERTIES = (
     Property("P1", "single-writer",
              "every durable write was made by the controller of the current epoch at the time "
@@ -1197,10 +1228,14 @@ PROPERTIES = (
     Property("P12", "supported-features",
              "every broker registration in the metadata log is of a process run whose software "
              "supports every finalized feature at its finalized level, a feature its "
-             "registration omits included",
-             "KIP-919 (registrations carry the supported feature ranges); BR-4.9; KAFKA-17305",
+             "registration omits included; a run whose software supports them all is never "
+             "refused for its features",
+             "KIP-919 (registrations carry the supported feature ranges); KIP-584; BR-4.9; "
+             "KAFKA-17305",
              (Clause("registered-brokers-support-finalized-features", ALWAYS,
-                     registered_brokers_support_finalized_features, _broker_registration),)),
+                     registered_brokers_support_finalized_features, _broker_registration),
+              Clause("supported-brokers-not-refused", ALWAYS, supported_brokers_not_refused,
+                     _broker_registration))),
     Property("L1", "every-request-answered",
              "each client request gets exactly one final response: never two, a forwarded one "
              "by its deadline, and every one once the cluster is quiescent",
@@ -1266,6 +1301,7 @@ RELEVANT_FIELDS = {
     "created-topics-pass-policy": ("metadata-log", "controller-channels"),
     "auto-creation-refusal-reaches-client": ("client-responses", "controller-channels"),
     "registered-brokers-support-finalized-features": ("broker-registrations", "metadata-log"),
+    "supported-brokers-not-refused": ("network", "broker-lifecycles", "metadata-log"),
     "broker-epoch-changes-with-incarnation": ("broker-registrations", "metadata-log"),
     "current-broker-never-told-stale": ("broker-registrations", "broker-lifecycles", "network"),
     "broker-fenced-only-after-session-expired": ("broker-registrations", "metadata-log", "clock"),

@@ -112,6 +112,20 @@ def test_every_configuration_is_documented(texts):
         assert f"`{name}`" in texts["model.md"], name
 
 
+def test_the_readme_lists_every_configuration_command_and_the_seeded_count():
+    """The README is what users read first: its hand-written lists follow the code."""
+    from kipcheck.cli import build_parser
+    from model.config import SEEDED
+    readme = (ROOT / "README.md").read_text()
+    for name in CONFIGS:
+        assert f"`{name}`" in readme, name
+    seeded = sum(v.kind == SEEDED for v in VARIANTS.values())
+    assert f"lists the {seeded} seeded variants" in readme
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for command in commands:
+        assert f"kipcheck {command} " in readme, command
+
+
 # ------------------------------------------------------------------------------------------
 # the worked example of design-variants.md
 

@@ -29,6 +29,7 @@ PINNED = {
     "kraft-internal-topics-policy": (788, 788),
     "kraft-broker-features": (3044, 3044),
     "kraft-broker-failover": (90317, 90317),
+    "kraft-broker-features-v0": (860, 860),
 }
 
 

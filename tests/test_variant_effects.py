@@ -703,6 +703,22 @@ def effect_activation_leaves_sessions_untracked():
     assert bad.nodes[2].hb_contact == NO_TIME
 
 
+def effect_registration_raises_zero_min_version():
+    """B2's software supports kraft.version 0..1 and C1 has it finalized at 0: the shipped
+    controller appends B2's registration; the variant reads the range as starting at 1 and
+    refuses it with UNSUPPORTED_VERSION (KAFKA-17492)."""
+    pre, good, bad = both("kraft-broker-features-v0", "registration-raises-zero-min-version",
+                          [S("broker_sends_registration", 1)],
+                          deliver("controller_handles_broker_registration",
+                                  BROKER_REGISTRATION_REQUEST, 1, 0))
+    ((rec, _),) = good.quorum.uncommitted
+    assert (rec.kind, rec.broker_id) == (REGISTER_BROKER, 1)
+    assert new_msgs(pre, good) == []
+    assert bad.quorum.uncommitted == ()
+    (m,) = new_msgs(pre, bad)
+    assert (m.kind, m.error) == (BROKER_REGISTRATION_RESPONSE, kafka.UNSUPPORTED_VERSION)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -740,6 +756,7 @@ EFFECTS = {
     "auto-create-errors-only-logged": effect_auto_create_errors_only_logged,
     "registration-ignores-omitted-features": effect_registration_ignores_omitted_features,
     "activation-leaves-sessions-untracked": effect_activation_leaves_sessions_untracked,
+    "registration-raises-zero-min-version": effect_registration_raises_zero_min_version,
 }
 
 

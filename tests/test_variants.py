@@ -18,7 +18,7 @@ SEEDED = [v for v in VARIANTS.values() if v.kind == "seeded"]
 
 
 def test_seeded_variants_cover_every_property():
-    assert len(SEEDED) == 31
+    assert len(SEEDED) == 32
     broken = {p for v in SEEDED for p in v.breaks}
     assert {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "L1",
             "SETTLE", "PROGRESS"} <= broken
@@ -96,3 +96,15 @@ def test_registration_finding_reproduces_kafka_race():
     assert regs[-1] == (1, 0) and (1, 1) in regs       # C2's old incarnation won last
     assert json.loads(json.dumps(Trace(spec.cfg.name, spec.variant, tuple(result.trace),
                                        "P3").to_json()))["steps"]
+
+
+def test_a_broker_refused_although_it_supports_the_finalized_levels_is_caught():
+    """P12's converse clause: the refusal itself is the violation (an always clause), found
+    after the two steps that send it, whatever the fault budget; the correct design passes."""
+    v = VARIANTS["registration-raises-zero-min-version"]
+    spec = KafkaSpec.named(v.config, v.name)
+    result = explore(spec)
+    assert spec.clause_violated(result.violating_state) == ("P12", "supported-brokers-not-refused")
+    assert [st.action for st in result.trace] == ["broker_sends_registration",
+                                                  "controller_handles_broker_registration"]
+    assert explore(KafkaSpec.named(v.config)).violation is None
