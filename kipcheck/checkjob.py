@@ -318,6 +318,14 @@ def summarize(results: list, configs: list, variants: list, engines: list, why_n
     return rows, failures, per_config, per_variant
 
 
+# what the cells of the variant x configuration table mean (printed under it)
+VARIANT_TABLE_LEGEND = (
+    "P1 (7): the property the explorer found violated there, and its shortest trace's length; "
+    "-: nothing violated; - (flag unreached): the model never read the "
+    "variant's flag there, so that configuration cannot tell it from the correct design. "
+    "Only the variant's home configuration decides 'caught'.")
+
+
 def build_report(results, configs, variants, engines, why_not, rows, per_config, per_variant,
                  failures, seconds):
     from kipcheck.report import Figure, Report
@@ -332,6 +340,7 @@ def build_report(results, configs, variants, engines, why_not, rows, per_config,
     rep.table(["configuration", "states", "time (s)", "witnesses", "violation"], per_config)
     rep.heading("Design variants: property violated (shortest trace length)")
     rep.table(["variant", "must break"] + list(configs) + ["caught"], per_variant)
+    rep.para(VARIANT_TABLE_LEGEND)
     results = [r for r in results if not r.get("error")]       # the verdict names those
     stateful = [r for r in results if r["engine"] == "stateful"]
     if stateful:

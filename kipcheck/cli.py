@@ -719,6 +719,7 @@ def cmd_check(args) -> int:
         print("\nDesign variants: property violated per configuration (shortest trace length)",
               file=out)
         _table(["variant", "must break"] + configs + ["caught"], per_variant, out)
+        print(checkjob.VARIANT_TABLE_LEGEND, file=out)
     print(f"\n{len(jobs)} jobs in {total:.1f} s", file=out)
     written = True
     if args.out:

@@ -218,7 +218,9 @@ def variant_traces_markdown() -> str:
             parts.append("\n".join(lines) + "\n")
             continue
         if result.violation is None:
-            lines.append("- **NOT CAUGHT**: the explorer finds no violation on this "
+            accepted = "" if v.must_be_caught else (
+                " (an accepted miss: a known gap, kept in view; the description says why)")
+            lines.append(f"- **NOT CAUGHT**{accepted}: the explorer finds no violation on this "
                          "configuration" + ("" if result.complete else
                                             f" (incomplete: {result.stop_reason})"))
             parts.append("\n".join(lines) + "\n")

@@ -1214,7 +1214,9 @@ def controller_handles_broker_heartbeat(s: State, cfg: ModelConfig, d: Design,
     if cur is None or m.broker_epoch != expected:
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.STALE_BROKER_EPOCH)
     s = _set_hb_contact(s, b, s.now)
-    if cur.fenced and m.metadata_offset >= cur.offset:
+    # KAFKA-13959: before 3.3 the target was the controller's last committed offset
+    target = len(q.log) - 1 if d.unfence_waits_for_committed_offset else cur.offset
+    if cur.fenced and m.metadata_offset >= target:
         record = BrokerRegistrationChangeRecord(BROKER_REGISTRATION_CHANGE, b,
                                                 cur.record.broker_epoch, q.epoch, r,
                                                 fenced=UNFENCED)

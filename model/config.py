@@ -368,6 +368,7 @@ class Design:
     registration_ignores_omitted_features: bool = False
     activation_leaves_sessions_untracked: bool = False
     registration_raises_zero_min_version: bool = False
+    unfence_waits_for_committed_offset: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -652,6 +653,16 @@ VARIANTS = {v.name: v for v in (
             "when BrokerRegistrationRequest < 4', e311716bebc, 2024-09; the replacement came "
             "with KAFKA-17011); BR-4.9", ("P12",),
             ("registration_raises_zero_min_version",), "kraft-broker-features-v0"),
+    Variant("unfence-waits-for-committed-offset",
+            "the active controller unfences a broker only once the metadata offset its "
+            "heartbeat reports has reached the controller's last committed offset, instead of "
+            "the offset of the broker's own RegisterBrokerRecord: on a busy log the broker "
+            "never catches up and stays fenced (accepted miss: the model's log is finite and "
+            "has no periodic NoOpRecord, so the broker always catches up in the end)",
+            "KAFKA-13959 ('Controller should unfence Broker with busy metadata log', PR #12274, "
+            "50e5b32a6d5, 3.3.0); BH-5, BH-7", ("P10",),
+            ("unfence_waits_for_committed_offset",), "kraft-broker-registration",
+            kind=ACCEPTED_MISS),
 )}
 
 

@@ -169,6 +169,7 @@ def test_check_on_one_configuration(capsys, tmp_path, monkeypatch):
     assert "OK: the correct design holds" in out
     for v in ("envelope-any-listener", "authorize-as-forwarder", "leak-envelope-error"):
         assert v in out
+    assert "- (flag unreached): the model never read the variant's flag there" in out
     data = json.loads(report.read_text())
     assert not data["failures"] and len(data["results"]) == 4
 

@@ -70,7 +70,12 @@ def test_rule_ids_are_extracted():
 
 def test_variant_traces_are_deterministic_and_catch_every_variant():
     text = docgen.generate("variant-traces")
-    assert "NOT CAUGHT" not in text
+    # only an accepted miss may be reported not caught, and it says so
+    missed = {v.name for v in VARIANTS.values() if not v.must_be_caught}
+    for section in text.split("\n### ")[1:]:
+        name = section.split("\n", 1)[0]
+        if "NOT CAUGHT" in section:
+            assert name in missed and "NOT CAUGHT** (an accepted miss" in section, name
     for v in VARIANTS.values():
         assert f"### {v.name}\n" in text
     # no timings, nothing that changes from run to run

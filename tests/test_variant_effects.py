@@ -719,6 +719,29 @@ def effect_registration_raises_zero_min_version():
     assert (m.kind, m.error) == (BROKER_REGISTRATION_RESPONSE, kafka.UNSUPPORTED_VERSION)
 
 
+def effect_unfence_waits_for_committed_offset():
+    """B2 re-registers (its record at offset 2), its session runs out and C1 fences it (offset
+    3, committed); B2, having replayed its own record, heartbeats with metadata offset 2: the
+    shipped controller unfences it (BH-7: caught up to its registration); the variant waits
+    for the last committed offset, 3, and leaves it fenced."""
+    prefix = [S("broker_sends_registration", 1),
+              deliver("controller_handles_broker_registration", BROKER_REGISTRATION_REQUEST, 1, 0),
+              S("clock_ticks"), S("clock_ticks"), S("controller_fences_stale_broker", 1),
+              S("controller_commits_records"),
+              deliver("broker_handles_lifecycle_response", BROKER_REGISTRATION_RESPONSE, 0, 1),
+              S("node_replays_record", 1), S("broker_sends_heartbeat", 1)]
+    pre, good, bad = both("kraft-broker-registration", "unfence-waits-for-committed-offset",
+                          prefix, deliver("controller_handles_broker_heartbeat",
+                                          BROKER_HEARTBEAT_REQUEST, 1, 0))
+    (hb,) = [m for m in pre.network if m.kind == BROKER_HEARTBEAT_REQUEST]
+    assert (hb.metadata_offset, len(pre.quorum.log)) == (2, 4)
+    ((rec, _),) = good.quorum.uncommitted
+    assert (rec.broker_id, rec.fenced) == (1, -1)           # UNFENCED
+    assert bad.quorum.uncommitted == ()
+    (b,) = new_msgs(pre, bad)
+    assert (b.kind, b.error, b.is_fenced) == (BROKER_HEARTBEAT_RESPONSE, kafka.NONE, 1)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -757,6 +780,7 @@ EFFECTS = {
     "registration-ignores-omitted-features": effect_registration_ignores_omitted_features,
     "activation-leaves-sessions-untracked": effect_activation_leaves_sessions_untracked,
     "registration-raises-zero-min-version": effect_registration_raises_zero_min_version,
+    "unfence-waits-for-committed-offset": effect_unfence_waits_for_committed_offset,
 }
 
 
