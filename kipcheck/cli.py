@@ -49,6 +49,17 @@ def _trace_of(spec, result):
                  clause[1] if clause else None, engine="explore")
 
 
+def _clause_statement(name) -> str:
+    """The first paragraph of the clause's docstring (its statement, before the sources), on
+    one line; "" for an unknown clause."""
+    from properties.registry import PROPERTIES
+    for prop in PROPERTIES:
+        for clause in prop.clauses:
+            if clause.name == name and clause.holds.__doc__:
+                return " ".join(clause.holds.__doc__.strip().split("\n\n")[0].split())
+    return ""
+
+
 def _print_trace(trace, out) -> None:
     """Each step in Kafka's words (what it found and what it did) with the ``Step(...)`` to
     paste into a test, then the facts of the last state that break the clause."""
@@ -57,6 +68,10 @@ def _print_trace(trace, out) -> None:
     from properties.kafka_spec import KafkaSpec
     from properties.registry import describe_violation
     spec = KafkaSpec.named(trace.config, trace.variant)
+    stated = _clause_statement(trace.clause)
+    if stated:
+        # the property's summary above names what it allows; the clause says what broke
+        print(f"clause {trace.clause}: {stated}", file=out)
     print(f"counterexample ({len(trace.steps)} steps) violating {trace.property} "
           f"[{trace.clause}]:", file=out)
     texts = describe_trace(spec.cfg, spec.design, trace.steps)
@@ -157,7 +172,7 @@ def cmd_explore(args) -> int:
         # violation
         from properties.graphcheck import describe as describe_graph_violation
         from properties.trace import Trace
-        print("no property violated", file=out)
+        print("no safety property violated; a whole-graph check fails:", file=out)
         for line in describe_graph_violation(spec, result):
             print(line, file=out)
         if args.trace_out or args.itf_out:
@@ -180,6 +195,9 @@ def cmd_explore(args) -> int:
                 _write_itf(trace, args.itf_out, out)
         return EXIT_VIOLATION
     if result.violation is None:
+        if args.trace_out or args.itf_out:
+            print(f"no trace written to {args.trace_out or args.itf_out}: nothing is violated",
+                  file=out)
         print("no property violated" + ("" if result.complete else " within the bounds")
               + ("; whole-graph checks not run under --spark (SETTLE, DEADLOCK: run without "
                  "--spark)" if args.spark else ""), file=out)

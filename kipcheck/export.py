@@ -56,7 +56,9 @@ def _description(trace) -> str:
     if getattr(trace, "graph_check", None) == "SETTLE":
         return f"violates SETTLE: the states from index {trace.loop_start} loop forever"
     if getattr(trace, "graph_check", None):
-        return f"violates {trace.graph_check}: the last state is deadlocked"
+        return f"violates {trace.graph_check}: " + (
+            "the last state is deadlocked" if trace.graph_check == "DEADLOCK" else
+            "the last state owes an answer that no path without a fault gives")
     return "trace"
 
 

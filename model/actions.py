@@ -398,6 +398,10 @@ def _controller_accepts_mutation(s: State, cfg: ModelConfig, d: Design, r: int, 
     q = s.quorum
     if q.leader != r:
         # QuorumController: the write event fails with NotControllerException (R-13, F-28).
+        if d.not_controller_wrapped_as_unknown:
+            # KAFKA-14167: the exception arrives wrapped in a CompletionException, which
+            # Errors.forException maps to UNKNOWN_SERVER_ERROR inside an envelope marked NONE
+            return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
         return _reply_not_controller(s, cfg, d, r, reply)
     spec = cfg.clients[req]
     if spec.mutation_api == kafka.CREATE_TOPICS and spec.topic_name in cfg.create_topic_policy:
@@ -1275,6 +1279,10 @@ def broker_handles_session_expiry(s: State, cfg: ModelConfig, d: Design, n: int)
         return None
     node = replace(node, session_expired=False, zk_active=False, zk_epoch=-1,
                    zk_epoch_version=-1, known_controller=s.zk.controller)
+    if d.expire_drops_queued_events:
+        # KAFKA-10193: clearAndPut(Expire) drops the queue; an event without preempt() never
+        # calls its callback, so nobody answers the request it carried
+        node = replace(node, events=())
     if cfg.zk_broker_registration:
         node = replace(node, zk_register_pending=True, zk_registering=NO_VERSIONS)
     return _set_node(s, n, node)
@@ -1441,8 +1449,10 @@ def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> 
     s = replace(s, quorum=replace(q, leader=c, epoch=q.epoch + 1, uncommitted=()),
                 elections_left=s.elections_left - 1)
     if old != NO_NODE and s.nodes[old].alive:
-        for _, reply in q.uncommitted:
-            if reply:
+        for rec, reply in q.uncommitted:
+            if reply and d.not_controller_wrapped_as_unknown and rec.kind == MUTATION_RECORD:
+                s = _send_reply(s, cfg, old, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
+            elif reply:
                 s = _reply_not_controller(s, cfg, d, old, reply)
     return _activate_heartbeat_manager(s, cfg, d)
 

@@ -369,6 +369,8 @@ class Design:
     activation_leaves_sessions_untracked: bool = False
     registration_raises_zero_min_version: bool = False
     unfence_waits_for_committed_offset: bool = False
+    not_controller_wrapped_as_unknown: bool = False
+    expire_drops_queued_events: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -663,6 +665,27 @@ VARIANTS = {v.name: v for v in (
             "50e5b32a6d5, 3.3.0); BH-5, BH-7", ("P10",),
             ("unfence_waits_for_committed_offset",), "kraft-broker-registration",
             kind=ACCEPTED_MISS),
+    Variant("not-controller-wrapped-as-unknown",
+            "a KRaft controller that is not active fails a forwarded mutation with the "
+            "NotControllerException wrapped in a CompletionException, which Errors.forException "
+            "maps to UNKNOWN_SERVER_ERROR: the envelope is answered NONE with an inner "
+            "UNKNOWN_SERVER_ERROR, the forwarder does not retry and the client fails",
+            "KAFKA-14167 ('Completion exceptions should not be translated directly to error "
+            "codes', bc90c29fafc, 3.4.0: UpdateFeatures, AllocateProducerIds); KIP-590 'If the "
+            "top level error code is NOT_CONTROLLER, retry until timeout'; F-34, R-13",
+            ("P7",),
+            ("not_controller_wrapped_as_unknown",), "kraft-forward-leader-change"),
+    Variant("expire-drops-queued-events",
+            "a ZK controller that learns its session expired clears its event queue without "
+            "completing the events that carry a callback: a forwarded mutation it accepted is "
+            "never answered, the forwarder waits for its network timeout and the client gets "
+            "REQUEST_TIMED_OUT while a controller is up",
+            "KAFKA-10193 ('Add preemption for controller events that have callbacks', "
+            "680e68413b4, 2.7.0: ApiPartitionReassignment, ListPartitionReassignments had no "
+            "preempt; ControllerEventManager.clearAndPut(Expire)); KIP-590 'If the top level "
+            "error code is NOT_CONTROLLER, retry until timeout'; Z-3",
+            ("PROGRESS",),
+            ("expire_drops_queued_events",), "zk-forward-zombie"),
 )}
 
 

@@ -783,6 +783,25 @@ def clients_never_see_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> 
     return True
 
 
+def unknown_server_error_only_for_envelope_errors(s: State, cfg: ModelConfig, d: Design) -> bool:
+    """A client gets UNKNOWN_SERVER_ERROR only as the forwarder's rendering of an envelope
+    error: every outcome the model has (not the active controller, refused, denied, timed out)
+    has its own code, and Errors.forException gives UNKNOWN_SERVER_ERROR only to an exception
+    it cannot map, so an inner UNKNOWN_SERVER_ERROR is an answer nobody decided -- for a
+    controller that is not active, a NOT_CONTROLLER the forwarder should have retried.
+
+    KIP-590 'If the top level error code is NOT_CONTROLLER, retry until timeout'; table 1.6
+    (the controller's inner response is passed through unchanged); F-34; KAFKA-14167."""
+    forged = _forged_clients(cfg)
+    for c, cl in enumerate(s.clients):
+        if c in forged:
+            continue
+        for r in cl.responses:
+            if r.code == kafka.UNKNOWN_SERVER_ERROR and not r.envelope_error:
+                return False
+    return True
+
+
 # ------------------------------------------------------------------------------------------
 # P8 api-version-intersection
 
@@ -1179,7 +1198,9 @@ PROPERTIES = (
              "REQUEST_TIMED_OUT, a closed connection or the inner response",
              "KIP-590 EnvelopeResponse Handling; table 1.6",
              (Clause("clients-never-see-envelope-errors", ALWAYS,
-                     clients_never_see_envelope_errors),)),
+                     clients_never_see_envelope_errors),
+              Clause("unknown-server-error-only-for-envelope-errors", ALWAYS,
+                     unknown_server_error_only_for_envelope_errors))),
     Property("P8", "api-version-intersection",
              "once the forwarder knows the active controller's versions, the versions it "
              "advertises for forwardable APIs are inside the controller's range",
@@ -1293,6 +1314,7 @@ RELEVANT_FIELDS = {
                                          "client-responses"),
     "acknowledged-mutation-visible": ("acknowledged-mutations", "metadata-log"),
     "clients-never-see-envelope-errors": ("client-responses",),
+    "unknown-server-error-only-for-envelope-errors": ("client-responses",),
     "advertised-versions-within-controller": ("advertised-versions", "active-controller"),
     "at-most-one-final-response": ("client-responses", "controller-channels"),
     "forwarded-request-answered-by-deadline": ("clock", "client-responses",

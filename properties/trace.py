@@ -175,39 +175,52 @@ def replay(trace: Trace) -> ReplayResult:
 
 
 def as_pytest(trace: Trace, test_name: str | None = None) -> str:
-    """The trace as a ready-to-paste pytest regression test."""
-    name = test_name or f"test_{trace.config}_{trace.variant}".replace("-", "_")
+    """The trace as a ready-to-paste pytest regression test, every line within 100 columns
+    (the project's line length): each step's description is a comment above it."""
+    import textwrap
     spec = KafkaSpec.named(trace.config, trace.variant)
+    if trace.graph_check is not None:
+        name = test_name or f"test_{trace.config}_{trace.variant}_{trace.graph_check.lower()}"
+        what = (f"the loop from step {trace.loop_start + 1} never settles"
+                if trace.graph_check == SETTLE else "the last state is deadlocked"
+                if trace.graph_check == "DEADLOCK" else
+                "the last state owes an answer that no path without a fault gives")
+        doc = f"{trace.graph_check} on {trace.config} under {trace.variant}: {what}."
+    else:
+        name = test_name or f"test_{trace.config}_{trace.variant}"
+        doc = f"{trace.property or 'no violation'} on {trace.config} under {trace.variant}."
+    name = name.replace("-", "_")
+    doc_lines = textwrap.wrap(doc, 92)
     lines = [
         "from model.step import Step",
         "from properties.trace import Trace, replay",
         "",
         "",
         f"def {name}():",
-        f'    """{trace.property or "no violation"} on {trace.config} under {trace.variant}."""',
-        "    steps = (",
     ]
+    if len(doc_lines) == 1:
+        lines.append(f'    """{doc_lines[0]}"""')
+    else:
+        lines.append(f'    """{doc_lines[0]}')
+        lines += [f"    {x}" for x in doc_lines[1:-1]] + [f'    {doc_lines[-1]}"""']
+    lines.append("    steps = (")
     for st in trace.steps:
-        lines.append(f"        Step({st.action!r}, {st.args!r}),  # {describe_step(spec.cfg, st)}")
+        lines += textwrap.wrap(describe_step(spec.cfg, st), 100, initial_indent="        # ",
+                               subsequent_indent="        #   ", break_long_words=False,
+                               break_on_hyphens=False)
+        lines.append(f"        Step({st.action!r}, {st.args!r}),")
+    lines.append("    )")
     if trace.graph_check is not None:
-        name = test_name or f"test_{trace.config}_{trace.variant}_{trace.graph_check.lower()}" \
-            .replace("-", "_")
-        lines[4] = f"def {name}():"
-        what = (f"the loop from step {trace.loop_start + 1} never settles"
-                if trace.graph_check == SETTLE else "the last state is deadlocked")
-        lines[5] = (f'    """{trace.graph_check} on {trace.config} under {trace.variant}: '
-                    f'{what}."""')
         lines += [
-            "    )",
-            f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps, "
-            f"graph_check={trace.graph_check!r}, loop_start={trace.loop_start!r}))",
+            f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps,",
+            f"                          graph_check={trace.graph_check!r}, "
+            f"loop_start={trace.loop_start!r}))",
             "    assert result.reproduced, result.graph.detail",
         ]
         return "\n".join(lines) + "\n"
     lines += [
-        "    )",
-        f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps, "
-        f"{trace.property!r}))",
+        f"    result = replay(Trace({trace.config!r}, {trace.variant!r}, steps,",
+        f"                          {trace.property!r}))",
     ]
     if trace.property:
         lines.append(f"    assert result.violation[0] == {trace.property!r}")

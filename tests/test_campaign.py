@@ -429,6 +429,10 @@ def test_spark_engine_uses_the_executor_contract(tmp_path, monkeypatch):
     fake = types.ModuleType("kipcheck.campaign.spark")
     fake.SparkShardExecutor = FakeExecutor
     monkeypatch.setitem(sys.modules, "kipcheck.campaign.spark", fake)
+    # ``from kipcheck.campaign import spark`` takes the package's attribute first: set when an
+    # earlier test in this process imported the real module
+    import kipcheck.campaign
+    monkeypatch.setattr(kipcheck.campaign, "spark", fake, raising=False)
     s = _spec(tmp_path)
     summary = run_campaign(s, engine="spark", master="local[2]", executors=2)
     assert summary.ok and summary.done == 2

@@ -35,6 +35,7 @@ ONLY_CATCHER = {
     "auto-creation-refusal-reaches-client": "auto-create-errors-only-logged",
     "registered-brokers-support-finalized-features": "registration-ignores-omitted-features",
     "dead-broker-fenced-when-settled": "activation-leaves-sessions-untracked",
+    "unknown-server-error-only-for-envelope-errors": "not-controller-wrapped-as-unknown",
 }
 
 

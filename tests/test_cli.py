@@ -102,6 +102,7 @@ def test_explore_violation_writes_replayable_trace_itf_and_test(tmp_path, capsys
     code, out, _ = run(["replay", str(trace), "--pytest"], capsys)
     assert code == 1 and "def test_zk_envelope_security_leak_envelope_error" in out
     assert "reproduced:" not in out            # stdout is the module alone
+    assert max(len(line) for line in out.splitlines()) <= 100     # ruff's line length
     namespace = {}
     exec(compile(out, "generated_test", "exec"), namespace)
     namespace["test_zk_envelope_security_leak_envelope_error"]()      # the generated test passes

@@ -53,6 +53,9 @@ _KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW = {
     "not-controller-inside-ok-envelope": "no election: C1 is the only controller that ever "
                                          "leads, so no envelope reaches a controller that is "
                                          "not active",
+    "not-controller-wrapped-as-unknown": "no election: C1 is the only controller that ever "
+                                         "leads, so no mutation reaches a controller that is "
+                                         "not active",
 }
 CANNOT_SHOW = {
     "zk-medium": {

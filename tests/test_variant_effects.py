@@ -175,6 +175,18 @@ def effect_not_controller_unanswered():
     assert bad.clients == pre.clients and bad.nodes == pre.nodes
 
 
+def effect_expire_drops_queued_events():
+    """B1's session expired after it queued A1's forwarded write: shipped, the event stays and,
+    once B1 has resigned, runs and answers NOT_CONTROLLER; the variant clears B1's queue when
+    B1 handles the expiry (KAFKA-10193), so nobody will answer B2's envelope."""
+    pre, good, bad = both("zk-forward-zombie", "expire-drops-queued-events",
+                          ZK_FORWARD + [S("zk_expires_session", 0), TO_B1],
+                          S("broker_handles_session_expiry", 0))
+    assert len(pre.nodes[0].events) == 1
+    assert len(good.nodes[0].events) == 1 and not good.nodes[0].zk_active
+    assert bad.nodes[0].events == () and not bad.nodes[0].zk_active
+
+
 # ------------------------------------------------------------------------------------------
 # kraft-forward-leader-change: B1 forwards A1's CreateTopics; C1 leads, C2/C3 (v5) can take over
 
@@ -204,6 +216,20 @@ def effect_not_controller_inside_ok_envelope():
     assert good.nodes[0].channel.queue[0].requeued
     assert bad.clients[0].responses == (Response(kafka.NOT_CONTROLLER),)
     assert bad.nodes[0].channel.cached == 1 and 1 in bad.nodes[0].not_controller_from
+
+
+def effect_not_controller_wrapped_as_unknown():
+    """C1 lost the leadership to C3 when B1's envelope arrives: shipped, NOT_CONTROLLER is the
+    envelope's own error (B1 re-queues); the variant answers NONE with an inner
+    UNKNOWN_SERVER_ERROR (KAFKA-14167), which B1 hands to the client."""
+    pre, good, bad = both("kraft-forward-leader-change", "not-controller-wrapped-as-unknown",
+                          KRAFT_FORWARD + [S("controller_becomes_leader", 3)], TO_C1)
+    ctl = lidx("kraft-forward-leader-change", "CONTROLLER")
+    assert new_msgs(pre, good) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NOT_CONTROLLER, kafka.NONE)]
+    assert new_msgs(pre, bad) == [
+        EnvelopeResponse(ENVELOPE_RESPONSE, 1, 0, ctl, 0, kafka.NONE,
+                         kafka.UNKNOWN_SERVER_ERROR)]
 
 
 def effect_forward_without_deadline():
@@ -764,6 +790,8 @@ EFFECTS = {
     "describe-controllers-from-voters": effect_describe_controllers_from_voters,
     "controller-describe-without-alter": effect_controller_describe_without_alter,
     "not-controller-unanswered": effect_not_controller_unanswered,
+    "not-controller-wrapped-as-unknown": effect_not_controller_wrapped_as_unknown,
+    "expire-drops-queued-events": effect_expire_drops_queued_events,
     "registration-bumps-same-incarnation": effect_registration_bumps_same_incarnation,
     "broker-reregistration-bumps-epoch": effect_broker_reregistration_bumps_epoch,
     "heartbeat-checks-record-offset": effect_heartbeat_checks_record_offset,

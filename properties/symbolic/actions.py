@@ -284,7 +284,11 @@ def _controller_accepts_mutation(S: Sym, cfg: ModelConfig, d: Design, r: int, re
         event.update({f"reply_{f}": x for f, x in reply.items()})
         return S.seq_append(f"n{r}.events", event)
     leader = Eq(S["q.leader"], r)
-    refused = _reply_not_controller(S, cfg, d, r, reply)
+    if d.not_controller_wrapped_as_unknown:
+        # KAFKA-14167 (model: _controller_accepts_mutation)
+        refused = _send_reply(S, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
+    else:
+        refused = _reply_not_controller(S, cfg, d, r, reply)
     record = {"kind": MUTATION_RECORD, "a": req, "b": 0, "epoch": S["q.epoch"], "writer": r,
               "via_envelope": via_envelope, "sender_cluster_action": sender_ca, "c": 0, "d": 0,
               "e": 0}
@@ -862,8 +866,11 @@ def broker_handles_session_expiry(S: Sym, cfg: ModelConfig, d: Design, n: int):
     if cfg.mode != ZK:
         return FALSE, S
     enabled = And(S.node(n, "alive"), S.node(n, "session_expired"))
-    return enabled, S.set_node(n, session_expired=False, zk_active=False, zk_epoch=-1,
-                               zk_epoch_version=-1, known_controller=S["zk.controller"])
+    S2 = S.set_node(n, session_expired=False, zk_active=False, zk_epoch=-1,
+                    zk_epoch_version=-1, known_controller=S["zk.controller"])
+    if d.expire_drops_queued_events:
+        S2 = S2.set({f"n{n}.events.len": 0})         # KAFKA-10193: the queue is cleared
+    return enabled, S2
 
 
 def broker_elects_controller(S: Sym, cfg: ModelConfig, d: Design, n: int):
@@ -906,7 +913,14 @@ def controller_becomes_leader(S: Sym, cfg: ModelConfig, d: Design, c: int):
     for k, used in S.seq_items("q.uncommitted"):
         p = f"q.uncommitted.{k}."
         reply = {f: S[p + "reply_" + f] for f in ("how", "to", "key", "listener", "hops")}
-        S2 = _reply_not_controller(S2, cfg, d, old, reply, when=And(tell, used, S[p + "has_reply"]))
+        when = And(tell, used, S[p + "has_reply"])
+        if d.not_controller_wrapped_as_unknown:
+            # KAFKA-14167: a pending mutation's answer is an inner UNKNOWN_SERVER_ERROR
+            mutation = Eq(S[p + "kind"], MUTATION_RECORD)
+            S2 = _send_reply(S2, cfg, old, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR,
+                             when=And(when, mutation))
+            when = And(when, Not(mutation))
+        S2 = _reply_not_controller(S2, cfg, d, old, reply, when=when)
     return enabled, _activate_heartbeat_manager(S2, cfg, d)
 
 
