@@ -85,6 +85,12 @@ def _kraft_registration(cfg: ModelConfig) -> bool:
     return bool(cfg.registration) and cfg.mode == KRAFT
 
 
+def _live_active_controller(s: State) -> bool:
+    """A KRaft quorum has a leader and it is up: the clauses about a settled cluster judge
+    only what a live active controller would have done."""
+    return s.quorum.leader != NO_NODE and s.nodes[s.quorum.leader].alive
+
+
 def _broker_registration(cfg: ModelConfig) -> bool:
     return bool(cfg.broker_registration)
 
@@ -430,7 +436,7 @@ def registration_carries_current_incarnation(s: State, cfg: ModelConfig, d: Desi
     if not _kraft_registration(cfg):
         return True
     q = s.quorum
-    if q.leader == NO_NODE or not s.nodes[q.leader].alive:
+    if not _live_active_controller(s):
         return True
     for c in cfg.controllers():
         node = s.nodes[c]
@@ -966,7 +972,7 @@ def registered_broker_unfenced_when_settled(s: State, cfg: ModelConfig, d: Desig
     if not _broker_registration(cfg):
         return True
     q = s.quorum
-    if q.leader == NO_NODE or not s.nodes[q.leader].alive:
+    if not _live_active_controller(s):
         return True
     for b in cfg.brokers():
         node = s.nodes[b]
@@ -991,7 +997,7 @@ def dead_broker_fenced_when_settled(s: State, cfg: ModelConfig, d: Design) -> bo
     if not _broker_registration(cfg):
         return True
     q = s.quorum
-    if q.leader == NO_NODE or not s.nodes[q.leader].alive:
+    if not _live_active_controller(s):
         return True
     for b in cfg.brokers():
         cur = _committed_registration(q.log, b)
