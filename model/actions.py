@@ -404,7 +404,8 @@ def _controller_accepts_mutation(s: State, cfg: ModelConfig, d: Design, r: int, 
             return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.UNKNOWN_SERVER_ERROR)
         return _reply_not_controller(s, cfg, d, r, reply)
     spec = cfg.clients[req]
-    if spec.mutation_api == kafka.CREATE_TOPICS and spec.topic_name in cfg.create_topic_policy:
+    if (spec.mutation_api == kafka.CREATE_TOPICS and spec.topic_name in cfg.create_topic_policy
+            and not d.create_topic_policy_ignored):
         # ReplicationControlManager runs create.topic.policy.class.name (AT-5)
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.POLICY_VIOLATION)
     record = MutationRecord(MUTATION_RECORD, req, 0, q.epoch, r, via_envelope, sender_ca)
@@ -879,7 +880,7 @@ def controller_handles_create_topics(s: State, cfg: ModelConfig, d: Design,
     if q.leader != r:
         return _reply_not_controller(s, cfg, d, r, reply)
     if (cfg.topic_names[m.topic] in cfg.create_topic_policy
-            and not d.internal_topics_bypass_policy):
+            and not d.internal_topics_bypass_policy and not d.create_topic_policy_ignored):
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.POLICY_VIOLATION)
     if topic_exists(cfg, _leader_view(q), m.topic):
         return _send_reply(s, cfg, r, reply, kafka.NONE, kafka.TOPIC_ALREADY_EXISTS)

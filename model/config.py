@@ -371,6 +371,7 @@ class Design:
     unfence_waits_for_committed_offset: bool = False
     not_controller_wrapped_as_unknown: bool = False
     expire_drops_queued_events: bool = False
+    create_topic_policy_ignored: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -686,6 +687,15 @@ VARIANTS = {v.name: v for v in (
             "error code is NOT_CONTROLLER, retry until timeout'; Z-3",
             ("PROGRESS",),
             ("expire_drops_queued_events",), "zk-forward-zombie"),
+    Variant("create-topic-policy-ignored",
+            "a KRaft controller accepts create.topic.policy.class.name but never runs it: every "
+            "CreateTopics it handles, forwarded from a client, a Metadata request's "
+            "auto-creation or a broker's own, creates a topic the policy refuses",
+            "KAFKA-13151 ('Disallow policy configs in KRaft since they are not yet supported', "
+            "6f104935e9f, 3.0.0; the policy came to KRaft with KAFKA-13279, 85548acafbc); "
+            "KIP-590 Internal CreateTopicsRequest Routing; AT-5",
+            ("P11",),
+            ("create_topic_policy_ignored",), "kraft-internal-topics"),
 )}
 
 

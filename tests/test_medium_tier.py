@@ -46,6 +46,7 @@ _KRAFT_MEDIUM_CANNOT_SHOW = {
     "activation-leaves-sessions-untracked": "no KRaft broker registration",
     "registration-raises-zero-min-version": "no KRaft broker registration",
     "unfence-waits-for-committed-offset": "no KRaft broker registration",
+    "create-topic-policy-ignored": "no create-topic policy",
 }
 # kraft-medium-registering and kraft-medium-leader-loss: those and no election
 _KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW = {

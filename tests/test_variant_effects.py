@@ -768,6 +768,21 @@ def effect_unfence_waits_for_committed_offset():
     assert (b.kind, b.error, b.is_fenced) == (BROKER_HEARTBEAT_RESPONSE, kafka.NONE, 1)
 
 
+def effect_create_topic_policy_ignored():
+    """M1's auto-creation of 'orders' reaches C1 in B2's Envelope: shipped, the policy refuses
+    it (POLICY_VIOLATION inside an envelope marked NONE); the variant appends its record."""
+    pre, good, bad = both("kraft-internal-topics", "create-topic-policy-ignored",
+                          [S("client_sends_request", 2), S("channel_discovers_controller", 1),
+                           S("channel_sends_request", 1)],
+                          deliver("controller_handles_envelope", ENVELOPE_REQUEST, 1, 0))
+    assert good.quorum.uncommitted == ()
+    (m,) = new_msgs(pre, good)
+    assert (m.kind, m.dst, m.error, m.inner_error) == (ENVELOPE_RESPONSE, 1, kafka.NONE,
+                                                       kafka.POLICY_VIOLATION)
+    ((rec, _),) = bad.quorum.uncommitted
+    assert (rec.kind, rec.client) == (MUTATION_RECORD, 2)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -792,6 +807,7 @@ EFFECTS = {
     "not-controller-unanswered": effect_not_controller_unanswered,
     "not-controller-wrapped-as-unknown": effect_not_controller_wrapped_as_unknown,
     "expire-drops-queued-events": effect_expire_drops_queued_events,
+    "create-topic-policy-ignored": effect_create_topic_policy_ignored,
     "registration-bumps-same-incarnation": effect_registration_bumps_same_incarnation,
     "broker-reregistration-bumps-epoch": effect_broker_reregistration_bumps_epoch,
     "heartbeat-checks-record-offset": effect_heartbeat_checks_record_offset,

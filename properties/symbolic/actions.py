@@ -283,6 +283,11 @@ def _controller_accepts_mutation(S: Sym, cfg: ModelConfig, d: Design, r: int, re
                  "sender_cluster_action": sender_ca, "acked": acked, "has_reply": True}
         event.update({f"reply_{f}": x for f, x in reply.items()})
         return S.seq_append(f"n{r}.events", event)
+    if cfg.create_topic_policy:
+        # AT-5: the create-topic policy is not stated; it needs internal_topics (validate),
+        # whose configurations are refused before any step is built (next.unencoded_actions)
+        raise ValueError(f"{cfg.name}: the create-topic policy is not encoded "
+                         f"(create_topic_policy_ignored={d.create_topic_policy_ignored})")
     leader = Eq(S["q.leader"], r)
     if d.not_controller_wrapped_as_unknown:
         # KAFKA-14167 (model: _controller_accepts_mutation)
