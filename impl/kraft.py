@@ -518,7 +518,8 @@ class QuorumController:
     def __init__(self, node_id: int, quorum: RaftQuorum, authorizer: ClusterAuthorizer,
                  rng: random.Random, copy_zk_migration_ready: bool = False,
                  check_controller_endpoints: bool = True, create_topic_policy=None,
-                 internal_topics_bypass_policy: bool = False):
+                 internal_topics_bypass_policy: bool = False,
+                 not_controller_wrapped_as_unknown: bool = False):
         self.node_id = node_id
         self.quorum = quorum
         self.authorizer = authorizer
@@ -534,6 +535,11 @@ class QuorumController:
         # internal topic a FindCoordinator needs) skips the policy -- the hole KIP-590 names
         # in ZooKeeper brokers' direct creation (the internal-topics-bypass-policy design)
         self.internal_topics_bypass_policy = internal_topics_bypass_policy
+        # True: Kafka before KAFKA-14167's fix -- the NotControllerException of a client's
+        # write reaches ControllerApis wrapped in a CompletionException, which
+        # Errors.forException maps to UNKNOWN_SERVER_ERROR (the not-controller-wrapped-as-unknown
+        # design)
+        self.not_controller_wrapped_as_unknown = not_controller_wrapped_as_unknown
 
     @property
     def is_active(self) -> bool:
@@ -553,12 +559,15 @@ class QuorumController:
         comes here too): a refused topic is POLICY_VIOLATION.  Otherwise the records are
         appended and the reply waits for the commit (R-17): None is returned."""
         if not self.is_active:
+            if self.not_controller_wrapped_as_unknown:
+                return ControllerReply(waiter, self.node_id, api_key, UNKNOWN_SERVER_ERROR,
+                                       mutation_response(api_key, body, UNKNOWN_SERVER_ERROR))
             return self._not_controller(waiter, api_key, body)
         refused = self._policy_refusals(body) if api_key == CREATE_TOPICS else {}
-        return self._write_topics_or_answer(api_key, body, refused, waiter)
+        return self._write_topics_or_answer(api_key, body, refused, waiter, client_write=True)
 
     def _write_topics_or_answer(self, api_key: int, body: Mapping, refused: Mapping,
-                                waiter) -> ControllerReply | None:
+                                waiter, client_write: bool = False) -> ControllerReply | None:
         """Append the records of everything ``refused`` does not name and answer on commit;
         when every topic is refused there is nothing to write and the refusals are answered
         now.  (Kafka completes such a read-only write event once the records already appended
@@ -575,6 +584,8 @@ class QuorumController:
             extra = dict(extra, topic_errors=dict(refused))
         else:
             records, extra = mutation_records(api_key, body, self.rng)
+        if client_write and self.not_controller_wrapped_as_unknown:
+            extra = dict(extra, client_write=True)      # its loss is answered as KAFKA-14167
         self.quorum.append(self.node_id, records, waiter=waiter, api_key=api_key,
                            request=body, extra=extra)
         return None
@@ -745,6 +756,10 @@ class QuorumController:
         replies = []
         for w in lost:
             if w.waiter is None:
+                continue
+            if w.extra.get("client_write"):
+                # KAFKA-14167: the old leader's write event fails with the wrapped exception
+                replies.append(_write_reply(w, old, UNKNOWN_SERVER_ERROR))
                 continue
             replies.append(_write_reply(w, old, NOT_CONTROLLER, message))
         return replies

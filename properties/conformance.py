@@ -69,7 +69,7 @@ from impl.cluster_config import (DESCRIBE as I_DESCRIBE, FIND_COORDINATOR as I_F
                                  REGISTRATION_RETRY_TIMEOUT_MS, ZK_MODE, ZK_REQUEST_TIMEOUT_MS,
                                  ClientConfig, ClusterConfig, NodeConfig)
 from impl.cluster import (ACTIVATION_LEAVES_SESSIONS_UNTRACKED, AUTO_TOPIC_BUGS,
-                          CLIENT_MAX_VERSION, MIGRATION_BUGS,
+                          CLIENT_MAX_VERSION, MIGRATION_BUGS, NOT_CONTROLLER_WRAPPED_AS_UNKNOWN,
                           REGISTERS_UNRESOLVED_ENDPOINTS, REGISTRATION_BUGS,
                           REGISTRATION_IGNORES_OMITTED_FEATURES, ZK_REGISTRATION_BUGS)
 from impl.lifecycle import BROKER_SESSION_TIMEOUT_MS
@@ -83,7 +83,8 @@ KNOWN_BUGS = ("skip-check-op",)
 # conformance checks the variant (the implementation's default is the model's design).
 VARIANT_BUGS = (tuple(REGISTRATION_BUGS) + (REGISTERS_UNRESOLVED_ENDPOINTS,)
                 + tuple(ZK_REGISTRATION_BUGS) + MIGRATION_BUGS + AUTO_TOPIC_BUGS
-                + (REGISTRATION_IGNORES_OMITTED_FEATURES, ACTIVATION_LEAVES_SESSIONS_UNTRACKED))
+                + (REGISTRATION_IGNORES_OMITTED_FEATURES, ACTIVATION_LEAVES_SESSIONS_UNTRACKED,
+                   NOT_CONTROLLER_WRAPPED_AS_UNKNOWN))
 
 PROFILES = {          # (examples, steps per example)
     "ci": (60, 40),

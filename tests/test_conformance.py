@@ -552,6 +552,21 @@ def test_the_session_activation_bug_diverges_under_hypothesis():
     assert r.divergence is None and r.steps > 500
 
 
+def test_the_wrapped_not_controller_bug_is_the_models_variant():
+    """kraft-forward-leader-change: with the bug not-controller-wrapped-as-unknown (Kafka before
+    KAFKA-14167's fix) a controller that lost the leadership answers a client's write with
+    UNKNOWN_SERVER_ERROR; it diverges from the shipped model at a leader change and runs in
+    lockstep with the model's variant under Hypothesis."""
+    from model.config import VARIANTS
+    bug = ("not-controller-wrapped-as-unknown",)
+    r = run_conformance("kraft-forward-leader-change", seed=SEED, profile="ci", bugs=bug)
+    assert r.divergence is not None
+    assert r.divergence.step.action == "controller_becomes_leader"
+    r = run_conformance("kraft-forward-leader-change", seed=SEED, profile="ci", bugs=bug,
+                        design=VARIANTS["not-controller-wrapped-as-unknown"].design)
+    assert r.divergence is None and r.steps > 500
+
+
 def test_what_observers_keep_equals_what_they_would_decode_afresh():
     """``message_views`` keeps a message's view while it is in flight (it is decoded once), a
     ZK cluster's ``writes`` scans only the new transactions, and /brokers/ids znodes are

@@ -58,6 +58,7 @@ from impl.cluster.observation import (AutoTopicState, BrokerRegistrationView, Cl
 from impl.cluster.steps import (CLIENT_MAX_VERSION, DENIED, FAULTS, MUTATION_ACL, STEPS,
                                 ClusterSteps)
 from impl.cluster.wiring import (ACTIVATION_LEAVES_SESSIONS_UNTRACKED,
+                                 NOT_CONTROLLER_WRAPPED_AS_UNKNOWN,
                                  AUTO_CREATE_ERRORS_ONLY_LOGGED, AUTO_TOPIC_BUGS,
                                  BROKER_INFO_NOT_CACHED, BROKER_INFO_UPDATE_RACES_REGISTRATION,
                                  CLAIMS_BEFORE_BROKERS_READY,
@@ -82,6 +83,7 @@ __all__ = [
     "ENTITY_CONFIG_WRITE_UNCHECKED", "ENTITY_CONFIG_CHECK_PASSES_RECREATED_CONTROLLER",
     "AUTO_TOPIC_BUGS", "INTERNAL_TOPICS_BYPASS_POLICY", "AUTO_CREATE_ERRORS_ONLY_LOGGED",
     "REGISTRATION_IGNORES_OMITTED_FEATURES", "ACTIVATION_LEAVES_SESSIONS_UNTRACKED",
+    "NOT_CONTROLLER_WRAPPED_AS_UNKNOWN",
     "ClientResult", "DurableWrite", "Registration", "BrokerRegistrationView", "MessageView",
     "ZkBrokerRegistrationView", "CreatedTopic", "AutoTopicState",
     "Acls", "Conn", "Node", "MUTATION_ACL", "DENIED", "CLIENT_MAX_VERSION",

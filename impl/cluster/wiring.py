@@ -131,6 +131,12 @@ REGISTRATION_IGNORES_OMITTED_FEATURES = "registration-ignores-omitted-features"
 # registered broker's session starts at activation.
 ACTIVATION_LEAVES_SESSIONS_UNTRACKED = "activation-leaves-sessions-untracked"
 
+# ``ClusterConfig.bugs``: a KRaft controller that is not active answers a client's write (a
+# forwarded mutation) with UNKNOWN_SERVER_ERROR instead of NOT_CONTROLLER -- Kafka before
+# KAFKA-14167's fix (the model's variant of that name).  Default: NOT_CONTROLLER (R-13), which
+# the forwarder retries (F-34).
+NOT_CONTROLLER_WRAPPED_AS_UNKNOWN = "not-controller-wrapped-as-unknown"
+
 # the inter.broker.protocol.version an operator's second rolling bounce sets (MG-1)
 MIGRATION_INTER_BROKER_PROTOCOL_VERSION = "3.7-IV0"
 
@@ -576,7 +582,9 @@ class ClusterWiring:
                     n, self.quorum, self.acls.cluster, self.rng,
                     check_controller_endpoints=not self.unresolved_endpoints,
                     create_topic_policy=create_topic_policy(node.spec.props()),
-                    internal_topics_bypass_policy=INTERNAL_TOPICS_BYPASS_POLICY in self.bugs)
+                    internal_topics_bypass_policy=INTERNAL_TOPICS_BYPASS_POLICY in self.bugs,
+                    not_controller_wrapped_as_unknown=(
+                        NOT_CONTROLLER_WRAPPED_AS_UNKNOWN in self.bugs))
                 node.receiver = EnvelopeReceiver(role=KRAFT_CONTROLLER, authorizer=self.acls,
                                                  principal_serde=node.spec.principal_serde)
                 if cfg.broker_registration:
