@@ -382,13 +382,16 @@ class ClusterControlManager:
     def is_active(self, quorum: RaftQuorum) -> bool:
         return quorum.leader_id == self.node_id
 
-    def activate(self, now_ms: int, quorum: RaftQuorum) -> None:
+    def activate(self, now_ms: int, quorum: RaftQuorum, *, running: bool = False) -> None:
         """BR-13 (``QuorumController.claim`` -> ``activate``): a new heartbeat manager in which
-        every registration is tracked, with its fenced state and last contact = now."""
+        every registration is tracked, with its fenced state and last contact = now.
+        ``running``: the simulation starts with this controller active and its brokers
+        heartbeating it (the model's initial contact time), so every session is tracked
+        whatever activation would give them."""
         self.heartbeat_manager = BrokerHeartbeatManager(self.session_timeout_ms)
         for broker_id, registration in sorted(broker_registrations(quorum).items()):
             self.heartbeat_manager.register(broker_id, registration.fenced, now_ms)
-            if self.activation_leaves_sessions_untracked:
+            if self.activation_leaves_sessions_untracked and not running:
                 # no updateContactTime: the fence timer never finds this broker stale
                 self.heartbeat_manager.brokers[broker_id].tracked = False
 

@@ -52,11 +52,12 @@ def _trace_of(spec, result):
 def _clause_statement(name) -> str:
     """The first paragraph of the clause's docstring (its statement, before the sources), on
     one line; "" for an unknown clause."""
+    from kipcheck.docgen import first_paragraph
     from properties.registry import PROPERTIES
     for prop in PROPERTIES:
         for clause in prop.clauses:
-            if clause.name == name and clause.holds.__doc__:
-                return " ".join(clause.holds.__doc__.strip().split("\n\n")[0].split())
+            if clause.name == name:
+                return first_paragraph(clause.doc)
     return ""
 
 

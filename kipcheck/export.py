@@ -8,6 +8,7 @@ from pathlib import Path
 
 from model.describe import describe_step, node_name
 from model.state import message
+from properties.graphcheck import LAST_STATE_SHOWS
 from properties.trace import ReplayResult
 
 _SAFE = 2 ** 53 - 1
@@ -56,9 +57,7 @@ def _description(trace) -> str:
     if getattr(trace, "graph_check", None) == "SETTLE":
         return f"violates SETTLE: the states from index {trace.loop_start} loop forever"
     if getattr(trace, "graph_check", None):
-        return f"violates {trace.graph_check}: " + (
-            "the last state is deadlocked" if trace.graph_check == "DEADLOCK" else
-            "the last state owes an answer that no path without a fault gives")
+        return f"violates {trace.graph_check}: {LAST_STATE_SHOWS[trace.graph_check]}"
     return "trace"
 
 

@@ -81,6 +81,11 @@ SETTLE = "SETTLE"
 DEADLOCK = "DEADLOCK"
 PROGRESS = "PROGRESS"
 # ID -> (name, statement), as registry.PROPERTIES names the state properties
+# what the last state of a DEADLOCK or PROGRESS trace shows (a regression test's docstring)
+LAST_STATE_SHOWS = {
+    DEADLOCK: "the last state is deadlocked",
+    PROGRESS: "the last state owes an answer that no path without a fault gives",
+}
 GRAPH_CHECKS = {
     SETTLE: ("cluster-can-settle",
              "from every reachable state a settled state (quiescent with nothing outstanding, "

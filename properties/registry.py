@@ -1071,6 +1071,14 @@ def _supports(features, name: str, level: int) -> bool:
     return level == 0                                   # KAFKA-17305: [0, 0]
 
 
+def _supports_finalized(cfg: ModelConfig, features, mv: int) -> bool:
+    """Software with ``features`` supports metadata.version ``mv`` and every other finalized
+    feature at its finalized level (BR-4.9)."""
+    return all(_supports(features, name, level)
+               for name, level in ((kafka.METADATA_VERSION_FEATURE, mv),)
+               + cfg.finalized_features)
+
+
 def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
                                                   d: Design) -> bool:
     """Every broker registration in the metadata log, committed or appended, is of a process
@@ -1091,11 +1099,8 @@ def registered_brokers_support_finalized_features(s: State, cfg: ModelConfig,
             mv = rec.level
         elif rec.kind == REGISTER_BROKER:
             features = cfg.nodes[rec.broker_id].features(rec.incarnation_id)
-            if features is None:
-                continue
-            for name, level in ((kafka.METADATA_VERSION_FEATURE, mv),) + cfg.finalized_features:
-                if not _supports(features, name, level):
-                    return False
+            if features is not None and not _supports_finalized(cfg, features, mv):
+                return False
     return True
 
 
@@ -1122,10 +1127,7 @@ def supported_brokers_not_refused(s: State, cfg: ModelConfig, d: Design) -> bool
             mv = rec.level
     for m in refused:
         features = cfg.nodes[m.dst].features(m.incarnation_id)
-        if features is None or all(
-                _supports(features, name, level)
-                for name, level in ((kafka.METADATA_VERSION_FEATURE, mv),)
-                + cfg.finalized_features):
+        if features is None or _supports_finalized(cfg, features, mv):
             return False
     return True
 

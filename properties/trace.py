@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,8 @@ import model
 from model.describe import describe_step
 from model.step import Step
 from properties import registry
-from properties.graphcheck import GRAPH_CHECKS, SETTLE, GraphReplay, replay_check
+from properties.graphcheck import (GRAPH_CHECKS, LAST_STATE_SHOWS, SETTLE, GraphReplay,
+                                   replay_check)
 from properties.inputs import InputError, load_json
 from properties.kafka_spec import KafkaSpec, UnknownName
 
@@ -177,14 +179,11 @@ def replay(trace: Trace) -> ReplayResult:
 def as_pytest(trace: Trace, test_name: str | None = None) -> str:
     """The trace as a ready-to-paste pytest regression test, every line within 100 columns
     (the project's line length): each step's description is a comment above it."""
-    import textwrap
     spec = KafkaSpec.named(trace.config, trace.variant)
     if trace.graph_check is not None:
         name = test_name or f"test_{trace.config}_{trace.variant}_{trace.graph_check.lower()}"
         what = (f"the loop from step {trace.loop_start + 1} never settles"
-                if trace.graph_check == SETTLE else "the last state is deadlocked"
-                if trace.graph_check == "DEADLOCK" else
-                "the last state owes an answer that no path without a fault gives")
+                if trace.graph_check == SETTLE else LAST_STATE_SHOWS[trace.graph_check])
         doc = f"{trace.graph_check} on {trace.config} under {trace.variant}: {what}."
     else:
         name = test_name or f"test_{trace.config}_{trace.variant}"

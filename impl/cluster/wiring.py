@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 
 from impl import config as listener_config
 from impl.broker_registration import (MV_3_7_IV2, ClusterControlManager,
-                                      broker_registrations, register_broker_record,
+                                      register_broker_record,
                                       register_broker_record_version)
 from impl.auto_topics import AutoTopicCreationManager, create_topic_policy
 from impl.channel import ControllerChannel, own_api_ranges
@@ -596,13 +596,8 @@ class ClusterWiring:
                         activation_leaves_sessions_untracked=(
                             ACTIVATION_LEAVES_SESSIONS_UNTRACKED in cfg.bugs))
                     if n == ic:
-                        ccm = node.cluster_control
-                        ccm.activate(self.now_ms, self.quorum)    # BR-13
-                        # a running cluster: the registered brokers have heartbeated the
-                        # initial controller now (the model's initial contact time), whatever
-                        # activation gave them (activation-leaves-sessions-untracked)
-                        for b, reg in sorted(broker_registrations(self.quorum).items()):
-                            ccm.heartbeat_manager.register(b, reg.fenced, self.now_ms)
+                        node.cluster_control.activate(self.now_ms, self.quorum,     # BR-13
+                                                      running=True)
                 if n in cfg.initially_registered:
                     delta = self.quorum.catch_up(n)
                     if node.registration:
