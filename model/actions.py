@@ -557,14 +557,23 @@ def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State
             return _broker_reads_controller_znode(s, cfg, d, n, c)                 # MG-6
         if d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch or not forwards:
             return _broker_writes_zk(s, cfg, d, n, c, routed_locally=not forwards)  # F-5, Z-5
-        return _broker_forwards_request(s, n, c)                                   # F-3
+        return _broker_forwards_request(s, n, c, _cannot_serialize(cfg, d, n))     # F-3
     if cfg.nodes[n].role == BROKER:
-        return _broker_forwards_request(s, n, c)                                   # F-2
+        return _broker_forwards_request(s, n, c, _cannot_serialize(cfg, d, n))     # F-2
     return _controller_handles_client_mutation(s, cfg, d, n, c, reply)             # D-7
 
 
-def _broker_forwards_request(s: State, n: int, c: int) -> State:
+def _cannot_serialize(cfg: ModelConfig, d: Design, n: int) -> bool:
+    """KAFKA-13051: without the configuration check, a node whose principal builder is not a
+    KafkaPrincipalSerde runs, and has no serde to put the client's principal in an envelope."""
+    return d.principal_serde_not_required and not cfg.nodes[n].principal_serde
+
+
+def _broker_forwards_request(s: State, n: int, c: int, no_serde: bool = False) -> State:
     """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
+    if no_serde:
+        # F-12: buildEnvelopeRequest throws IllegalArgumentException inside handle
+        return _respond(s, c, Response(kafka.UNKNOWN_SERVER_ERROR))
     node = s.nodes[n]
     ch = node.channel
     item = ForwardItem(FORWARD, c, s.now, False)

@@ -56,7 +56,11 @@ class NodeSpec:
     listeners: tuple            # tuple[Listener]
     principal: str              # the principal this node authenticates as on other nodes
     api_max: int = 7            # highest version of the forwardable APIs it parses (F-35)
-    principal_serde: bool = True  # principal.builder.class implements KafkaPrincipalSerde (F-12)
+    # the principal builder of the listener envelopes arrive on implements KafkaPrincipalSerde
+    # (F-23, F-29a).  A listener-prefixed principal.builder.class escapes KafkaConfig's startup
+    # check (lint-config W-4), so a node can lack it there; its client listeners' builder always
+    # has one since that check (KAFKA-13051), so a forwarder always builds its envelope (F-12).
+    principal_serde: bool = True
     # The features its software supports, per process run (a restart may start other software:
     # a rolling upgrade), the last entry for every later run: each a tuple of (feature, min
     # level, max level), the Features of its registration (BR-4.9, R-14).  Empty: every run
@@ -372,6 +376,7 @@ class Design:
     not_controller_wrapped_as_unknown: bool = False
     expire_drops_queued_events: bool = False
     create_topic_policy_ignored: bool = False
+    principal_serde_not_required: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -696,6 +701,15 @@ VARIANTS = {v.name: v for v in (
             "KIP-590 Internal CreateTopicsRequest Routing; AT-5",
             ("P11",),
             ("create_topic_policy_ignored",), "kraft-internal-topics"),
+    Variant("principal-serde-not-required",
+            "a broker whose principal.builder.class does not implement KafkaPrincipalSerde "
+            "starts (no configuration check) and cannot build an EnvelopeRequest: every "
+            "request it forwards fails at once with UNKNOWN_SERVER_ERROR",
+            "KAFKA-13051 ('Require Principal Serde to be defined for 3.0'; KafkaConfig "
+            "validateValues 'principal.builder.class must implement KafkaPrincipalSerde'); F-12 "
+            "(buildEnvelopeRequest throws IllegalArgumentException without a serde)",
+            ("P7",),
+            ("principal_serde_not_required",), "kraft-forwarder-without-serde"),
 )}
 
 

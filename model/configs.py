@@ -185,6 +185,20 @@ KRAFT_REGISTRATION_LEADER_CHANGE = ModelConfig(
     witnesses=("controller-registered", "registration-timed-out", "controller-moved"),
 )
 
+KRAFT_FORWARDER_WITHOUT_SERDE = ModelConfig(
+    name="kraft-forwarder-without-serde",
+    description="KRaft forwarding from a broker configured with a principal builder that is "
+                "not a KafkaPrincipalSerde: C1 leads; A1 sends CreateTopics to B1, which must "
+                "wrap A1's principal in an EnvelopeRequest (F-12). KafkaConfig's startup check "
+                "(KAFKA-13051) gives B1's client listener a serde, so only a variant that drops "
+                "the check reaches F-12's failure.",
+    mode=KRAFT,
+    nodes=(NodeSpec("B1", BROKER, (CLIENT, INTERNAL), "broker", principal_serde=False),
+           _controller("C1")),
+    clients=(_mutation("A1", 0),), acls=ACLS, initial_controller=1,
+    witnesses=("mutation-acknowledged",),
+)
+
 # -- small configurations: minutes, for nightly runs and the benchmark ----------------------
 
 ZK_SMALL = replace(
@@ -513,6 +527,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
                                KRAFT_BROKER_FAILOVER, KRAFT_BROKER_FEATURES_V0,
+                               KRAFT_FORWARDER_WITHOUT_SERDE,
                                ZK_MEDIUM, KRAFT_MEDIUM, KRAFT_MEDIUM_REGISTERING,
                                KRAFT_MEDIUM_LEADER_LOSS,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}

@@ -30,6 +30,7 @@ PINNED = {
     "kraft-broker-features": (3044, 3044),
     "kraft-broker-failover": (90317, 90317),
     "kraft-broker-features-v0": (860, 860),
+    "kraft-forwarder-without-serde": (122, 122),
 }
 
 

@@ -783,6 +783,18 @@ def effect_create_topic_policy_ignored():
     assert (rec.kind, rec.client) == (MUTATION_RECORD, 2)
 
 
+def effect_principal_serde_not_required():
+    """A1 sends CreateTopics to B1, whose principal builder is not a KafkaPrincipalSerde:
+    shipped (the configuration check of KAFKA-13051 guarantees a serde), B1 queues it on its
+    controller channel to forward; the variant fails buildEnvelopeRequest (F-12) and A1 gets
+    UNKNOWN_SERVER_ERROR at once."""
+    pre, good, bad = both("kraft-forwarder-without-serde", "principal-serde-not-required", [],
+                          S("client_sends_request", 0))
+    assert good.clients[0].responses == () and len(good.nodes[0].channel.queue) == 1
+    assert bad.clients[0].responses == (Response(kafka.UNKNOWN_SERVER_ERROR),)
+    assert bad.nodes[0].channel.queue == ()
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -825,6 +837,7 @@ EFFECTS = {
     "activation-leaves-sessions-untracked": effect_activation_leaves_sessions_untracked,
     "registration-raises-zero-min-version": effect_registration_raises_zero_min_version,
     "unfence-waits-for-committed-offset": effect_unfence_waits_for_committed_offset,
+    "principal-serde-not-required": effect_principal_serde_not_required,
 }
 
 

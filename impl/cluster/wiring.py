@@ -524,9 +524,9 @@ class ClusterWiring:
         node = self.nodes[n]
         zb = self.zkc.brokers[n]
         forwards = self.api_forwarding_enabled(n)
-        node.forwarding = (ForwardingManager(node.channel,
-                                             principal_serde=node.spec.principal_serde)
-                           if forwards else None)
+        # the client listeners' builder has a serde (KafkaConfig's check, KAFKA-13051); the
+        # spec's principal_serde is the envelope listener's (F-23), see _start_kraft_broker
+        node.forwarding = ForwardingManager(node.channel) if forwards else None
         node.receiver = EnvelopeReceiver(
             role=ZK_BROKER, authorizer=self.acls, forwarding_enabled=forwards,
             principal_serde=node.spec.principal_serde, is_active_controller=lambda: zb.is_active)
@@ -654,7 +654,10 @@ class ClusterWiring:
         node = self.nodes[n]
         node.channel = self._channel_for(n, self.config.forward_retry_timeout_ms,
                                          lambda: self._controller_info(node.known_controller))
-        node.forwarding = ForwardingManager(node.channel, principal_serde=node.spec.principal_serde)
+        # the spec's principal_serde is the envelope listener's (F-23, F-29a); the client
+        # listeners' builder has a serde, as KafkaConfig's startup check requires (KAFKA-13051),
+        # so the forwarder builds every envelope (F-12), as the model's does
+        node.forwarding = ForwardingManager(node.channel)
         # BrokerServer L351-352: the AutoTopicCreationManager shares the forwarding channel
         node.auto_topics = AutoTopicCreationManager(
             node.channel, node.spec.props(), self._api_ranges(n),

@@ -452,7 +452,7 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
             if d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch:
                 other = _broker_writes_zk(S, cfg, d, n, c, routed_locally=Not(forwards))
             else:
-                other = ite(forwards, _broker_forwards_request(S, n, c),               # F-3
+                other = ite(forwards, _broker_forwards_request(S, cfg, d, n, c),       # F-3
                             _broker_writes_zk(S, cfg, d, n, c, routed_locally=True))   # F-5, Z-5
             if cfg.migration and spec.api == kafka.INCREMENTAL_ALTER_CONFIGS:
                 # F-6: forwarded only to a KRaft controller; processed here otherwise
@@ -464,7 +464,7 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
             live = ite(S.node(n, "zk_active"),
                        _controller_handles_client_mutation(S, cfg, d, n, c, reply), other)
         elif cfg.nodes[n].role == BROKER:
-            live = _broker_forwards_request(S, n, c)                                   # F-2
+            live = _broker_forwards_request(S, cfg, d, n, c)                           # F-2
         else:
             live = _controller_handles_client_mutation(S, cfg, d, n, c, reply)         # D-7
     return enabled, ite(S.node(n, "alive"), live, dead)
@@ -482,8 +482,11 @@ def _kraft_controller_cached(S: Sym, cfg: ModelConfig, n: int):
     return _is_kraft_controller(cfg, S.node(n, "known_controller"))
 
 
-def _broker_forwards_request(S: Sym, n: int, c: int) -> Sym:
+def _broker_forwards_request(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sym:
     """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
+    if d.principal_serde_not_required and not cfg.nodes[n].principal_serde:
+        # KAFKA-13051, F-12: no serde, buildEnvelopeRequest throws (model: _cannot_serialize)
+        return _respond(S, cfg, c, kafka.UNKNOWN_SERVER_ERROR)
     item = {"kind": FORWARD, "key": c, "created": S["now"], "requeued": False, "hops": 1,
             "sent": NO_TIME}
     S = S.set({f"c{c}.forwarded": True, f"c{c}.sent_at": S["now"]})
