@@ -22,6 +22,7 @@ from kipcheck.errors import (EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED
                              EXIT_VIOLATION, EXIT_WITNESS_MISSING, BadInput)
 from kipcheck.outputs import check_output_dir, check_output_file, write_output
 from kipcheck.workers import stop_pool, worker_init
+from model.step import steps_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,7 +74,7 @@ def _print_trace(trace, out) -> None:
     if stated:
         # the property's summary above names what it allows; the clause says what broke
         print(f"clause {trace.clause}: {stated}", file=out)
-    print(f"counterexample ({len(trace.steps)} steps) violating {trace.property} "
+    print(f"counterexample ({steps_text(len(trace.steps))}) violating {trace.property} "
           f"[{trace.clause}]:", file=out)
     texts = describe_trace(spec.cfg, spec.design, trace.steps)
     for i, (st, text) in enumerate(zip(trace.steps, texts), 1):
@@ -352,7 +353,7 @@ def _print_graph_trace(trace, result, out) -> None:
     from properties.kafka_spec import KafkaSpec
     spec = KafkaSpec.named(trace.config, trace.variant)
     name, statement = GRAPH_CHECKS[trace.graph_check]
-    print(f"counterexample ({len(trace.steps)} steps) to {trace.graph_check} {name}: "
+    print(f"counterexample ({steps_text(len(trace.steps))}) to {trace.graph_check} {name}: "
           f"{statement}", file=out)
     texts = describe_trace(spec.cfg, spec.design, trace.steps)
     for i, (st, text) in enumerate(zip(trace.steps, texts), 1):
@@ -683,8 +684,9 @@ def cmd_check(args) -> int:
     t0 = time.perf_counter()
     results = []
     workers = max(1, min(args.jobs, len(jobs)))
-    print(f"kipcheck check: {len(configs)} configurations, engines "
-          f"{', '.join(runnable)}; {len(jobs)} jobs on {workers} processes; seed {seed}",
+    print(f"kipcheck check: {len(configs)} configuration{'s' * (len(configs) != 1)}, engines "
+          f"{', '.join(runnable)}; {len(jobs)} jobs on {workers} "
+          f"process{'es' * (workers != 1)}; seed {seed}",
           file=sys.stderr)
     for e in engines:
         if why_not[e]:
@@ -1178,7 +1180,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: explore, stateful, prove, conform (default: all)")
     k.add_argument("--seed", type=_seed_arg, default=0,
                    help="seed of the stateful and conformance runs (default 0)")
-    k.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    k.add_argument("--jobs", "--workers", type=int, default=2, dest="jobs",
+                   help="worker processes (default 2; --workers, as explore names it, is the "
+                        "same option)")
     k.add_argument("--out", default="kipcheck-report",
                    help="directory for report.md, report.html and plots (default "
                    "kipcheck-report; '' for none)")

@@ -1348,8 +1348,8 @@ def _field_describe_responses(cfg, d, s):
                            != (spec.endpoint_type == kafka.ENDPOINT_CONTROLLER))
             if wrong:
                 text += (f"; {_endpoints(cfg, wrong)} "
-                         + ("is" if len(wrong) == 1 else "are")
-                         + f" not {want} endpoints on {spec.listener}")
+                         + ("is not one of the" if len(wrong) == 1 else "are not")
+                         + f" {want} endpoints on {spec.listener}")
             out.append(text)
     return out or ["no DescribeCluster response"]
 

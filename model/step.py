@@ -29,6 +29,11 @@ class Step(NamedTuple):
         return Step(obj[0], args)
 
 
+def steps_text(n: int) -> str:
+    """``n`` steps in words: "1 step", "5 steps" (for counterexample headlines)."""
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
 def _listify(value):
     return [_listify(v) for v in value] if isinstance(value, tuple) else value
 

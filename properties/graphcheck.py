@@ -73,6 +73,8 @@ from itertools import accumulate, chain, compress, islice, repeat
 from operator import and_, sub
 from typing import NamedTuple
 
+from model.step import steps_text
+
 __all__ = ["SETTLE", "DEADLOCK", "PROGRESS", "GRAPH_CHECKS", "OPEN", "SETTLED", "DEADLOCKED",
            "GraphRecorder", "status_of", "check", "stuck_loop", "replay_check", "can_settle",
            "owed_goals", "example_path"]
@@ -506,13 +508,14 @@ def describe(spec, result) -> list:
             lines.append(f"       Step({st.action!r}, {st.args!r}),")
 
     if result.graph_violation == DEADLOCK:
-        show(f"counterexample ({len(trace)} steps) to a deadlocked state: no progress step is "
-             f"enabled, the time bound has not cut it, and work is still owed:", 0, len(trace))
+        show(f"counterexample ({steps_text(len(trace))}) to a deadlocked state: no progress "
+             f"step is enabled, the time bound has not cut it, and work is still owed:", 0,
+             len(trace))
         lines += deadlock_facts(spec, result.graph_state)
         return lines
     if result.graph_violation == PROGRESS:
         from properties.progress import describe_goal
-        show(f"counterexample ({len(trace)} steps) to a state in which "
+        show(f"counterexample ({steps_text(len(trace))}) to a state in which "
              f"{describe_goal(spec.cfg, result.graph_goal)} ({result.graph_stuck:,} such "
              f"states):", 0, len(trace))
         example = tuple(result.graph_example)
@@ -525,10 +528,10 @@ def describe(spec, result) -> list:
                 lines.append(f"  {i + 1:>3}. {texts[i]}")
                 lines.append(f"       Step({st.action!r}, {st.args!r}),")
         return lines
-    show(f"counterexample ({len(trace)} steps) to a state from which no settled state is "
+    show(f"counterexample ({steps_text(len(trace))}) to a state from which no settled state is "
          f"reachable ({result.graph_stuck:,} such states):", 0, len(trace))
     if stem:
-        show(f"then, still unable to settle ({len(stem)} steps):", len(trace),
+        show(f"then, still unable to settle ({steps_text(len(stem))}):", len(trace),
              len(trace) + len(stem))
     start = len(trace) + len(stem)
     show(f"and round this loop forever ({len(loop)} steps, back to the state after step "
