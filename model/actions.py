@@ -509,8 +509,10 @@ def _node_handles_describe_cluster(s: State, cfg: ModelConfig, d: Design, c: int
         candidates = [(b, STATIC_ENDPOINTS) for b in cfg.brokers() if s.nodes[b].alive]
     endpoints = set()
     for x, token in candidates:
-        for lst in cfg.nodes[x].listeners:
-            if lst.name == name or d.metadata_all_listeners:
+        fallback = (all(lst.name != name for lst in cfg.nodes[x].listeners)
+                    and d.describe_falls_back_to_other_listener)
+        for i, lst in enumerate(cfg.nodes[x].listeners):
+            if lst.name == name or d.metadata_all_listeners or (fallback and i == 0):
                 endpoints.add((x, cfg.listener_index(lst.name),
                                token if cfg.mode == ZK else listener_endpoint(lst, token)))
     return _respond(s, c, Response(kafka.NONE, endpoints=frozenset(endpoints)))
@@ -566,7 +568,8 @@ def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State
 def _cannot_serialize(cfg: ModelConfig, d: Design, n: int) -> bool:
     """KAFKA-13051: without the configuration check, a node whose principal builder is not a
     KafkaPrincipalSerde runs, and has no serde to put the client's principal in an envelope."""
-    return d.principal_serde_not_required and not cfg.nodes[n].principal_serde
+    # the configuration first: the flag is read (WatchedDesign) only where it can matter
+    return not cfg.nodes[n].principal_serde and d.principal_serde_not_required
 
 
 def _broker_forwards_request(s: State, n: int, c: int, no_serde: bool = False) -> State:

@@ -377,6 +377,7 @@ class Design:
     expire_drops_queued_events: bool = False
     create_topic_policy_ignored: bool = False
     principal_serde_not_required: bool = False
+    describe_falls_back_to_other_listener: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -710,6 +711,15 @@ VARIANTS = {v.name: v for v in (
             "(buildEnvelopeRequest throws IllegalArgumentException without a serde)",
             ("P7",),
             ("principal_serde_not_required",), "kraft-forwarder-without-serde"),
+    Variant("describe-falls-back-to-other-listener",
+            "a node answers DescribeCluster with, for a listed node that has no endpoint on "
+            "the request's listener, that node's endpoint on another listener instead of "
+            "leaving the node out",
+            "KIP-103: 'restricted to the listener name of the endpoint where they made the "
+            "request'; L-27 (brokers lacking the listener are omitted); the seedable flaw 'fall "
+            "back to another listener's endpoint' of the missing-listener family of KAFKA-6546 "
+            "and KAFKA-10312",
+            ("P5",), ("describe_falls_back_to_other_listener",), "kraft-listeners"),
 )}
 
 

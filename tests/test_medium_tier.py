@@ -47,6 +47,9 @@ _KRAFT_MEDIUM_CANNOT_SHOW = {
     "registration-raises-zero-min-version": "no KRaft broker registration",
     "unfence-waits-for-committed-offset": "no KRaft broker registration",
     "create-topic-policy-ignored": "no create-topic policy",
+    "principal-serde-not-required": "every node's principal builder has a serde",
+    "describe-falls-back-to-other-listener": "every node D1's DescribeCluster lists has the "
+                                             "request's listener",
 }
 # kraft-medium-registering and kraft-medium-leader-loss: those and no election
 _KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW = {

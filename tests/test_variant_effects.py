@@ -508,6 +508,20 @@ def effect_metadata_all_listeners():
         {(0, client, static), (0, internal, static), (1, internal, static)})),)
 
 
+def effect_describe_falls_back_to_other_listener():
+    """D1 asks B1, on CLIENT, for broker endpoints: shipped, only B1's CLIENT endpoint (B2
+    has no CLIENT listener and is left out, L-27); the variant lists B2 with its INTERNAL
+    endpoint instead, and nothing else changes."""
+    pre, good, bad = both("kraft-listeners", "describe-falls-back-to-other-listener", [],
+                          S("client_sends_request", 0))
+    client, internal = lidx("kraft-listeners", "CLIENT"), lidx("kraft-listeners", "INTERNAL")
+    static = STATIC_ENDPOINTS
+    assert good.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
+        {(0, client, static)})),)
+    assert bad.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
+        {(0, client, static), (1, internal, static)})),)
+
+
 # ------------------------------------------------------------------------------------------
 # kraft-broker-registration
 
@@ -838,6 +852,7 @@ EFFECTS = {
     "registration-raises-zero-min-version": effect_registration_raises_zero_min_version,
     "unfence-waits-for-committed-offset": effect_unfence_waits_for_committed_offset,
     "principal-serde-not-required": effect_principal_serde_not_required,
+    "describe-falls-back-to-other-listener": effect_describe_falls_back_to_other_listener,
 }
 
 

@@ -409,8 +409,10 @@ def _node_handles_describe_cluster(S: Sym, cfg: ModelConfig, d: Design, c: int, 
                 member[x] = (S.node(x, "alive"), STATIC_ENDPOINTS)
         endpoints = {}
         for x, (listed, token) in member.items():
-            for lst in cfg.nodes[x].listeners:
-                if lst.name == name or d.metadata_all_listeners:
+            fallback = (d.describe_falls_back_to_other_listener
+                        and all(lst.name != name for lst in cfg.nodes[x].listeners))
+            for i, lst in enumerate(cfg.nodes[x].listeners):
+                if lst.name == name or d.metadata_all_listeners or (fallback and i == 0):
                     endpoints[(x, cfg.listener_index(lst.name))] = (
                         listed, _listener_endpoint(lst, token))
         out = _respond(S, cfg, c, kafka.NONE, endpoints=endpoints)
