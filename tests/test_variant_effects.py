@@ -495,31 +495,29 @@ def effect_leak_envelope_error():
 # kraft-listeners
 
 
-def effect_metadata_all_listeners():
-    """D1 asks B1, on CLIENT, for broker endpoints: shipped, only B1's CLIENT endpoint (B2
-    has no CLIENT listener); the variant lists every listener of every broker."""
-    pre, good, bad = both("kraft-listeners", "metadata-all-listeners", [],
-                          S("client_sends_request", 0))
+def _describe_on_kraft_listeners(variant):
+    """D1 asks B1, on CLIENT, for broker endpoints: the endpoints each design answers with, and
+    the CLIENT and INTERNAL listener indices.  Shipped, only B1's CLIENT endpoint: B2 has no
+    CLIENT listener and is left out (L-27)."""
+    pre, good, bad = both("kraft-listeners", variant, [], S("client_sends_request", 0))
     client, internal = lidx("kraft-listeners", "CLIENT"), lidx("kraft-listeners", "INTERNAL")
+    (g,), (b,) = good.clients[0].responses, bad.clients[0].responses
+    assert g.code == b.code == kafka.NONE
+    assert g.endpoints == {(0, client, STATIC_ENDPOINTS)}
+    return b.endpoints, client, internal
+
+
+def effect_metadata_all_listeners():
+    """The variant lists every listener of every broker."""
+    bad, client, internal = _describe_on_kraft_listeners("metadata-all-listeners")
     static = STATIC_ENDPOINTS
-    assert good.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
-        {(0, client, static)})),)
-    assert bad.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
-        {(0, client, static), (0, internal, static), (1, internal, static)})),)
+    assert bad == {(0, client, static), (0, internal, static), (1, internal, static)}
 
 
 def effect_describe_falls_back_to_other_listener():
-    """D1 asks B1, on CLIENT, for broker endpoints: shipped, only B1's CLIENT endpoint (B2
-    has no CLIENT listener and is left out, L-27); the variant lists B2 with its INTERNAL
-    endpoint instead, and nothing else changes."""
-    pre, good, bad = both("kraft-listeners", "describe-falls-back-to-other-listener", [],
-                          S("client_sends_request", 0))
-    client, internal = lidx("kraft-listeners", "CLIENT"), lidx("kraft-listeners", "INTERNAL")
-    static = STATIC_ENDPOINTS
-    assert good.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
-        {(0, client, static)})),)
-    assert bad.clients[0].responses == (Response(kafka.NONE, endpoints=frozenset(
-        {(0, client, static), (1, internal, static)})),)
+    """The variant lists B2 with its INTERNAL endpoint instead, and nothing else changes."""
+    bad, client, internal = _describe_on_kraft_listeners("describe-falls-back-to-other-listener")
+    assert bad == {(0, client, STATIC_ENDPOINTS), (1, internal, STATIC_ENDPOINTS)}
 
 
 # ------------------------------------------------------------------------------------------
