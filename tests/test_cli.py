@@ -288,3 +288,20 @@ def test_explore_notes_a_violation_the_flag_did_not_cause(capsys):
                         "versions-not-intersected", "--quiet"], capsys)
     assert code == 1
     assert "note: the model never read versions_not_intersected in this search" in out
+
+
+def test_check_takes_explores_workers_name_and_counts_in_words(capsys, monkeypatch):
+    """``--workers`` (explore's name for it) sets check's processes; one configuration and one
+    process are said in the singular."""
+    _only_variants_of(monkeypatch, "kraft-forwarder-without-serde")
+    code, out, err = run(["check", "--configs", "kraft-forwarder-without-serde", "--workers",
+                          "1", "--engines", "explore", "--out", ""], capsys)
+    assert code == 0, out
+    assert "kipcheck check: 1 configuration, engines explore; 2 jobs on 1 process;" in err
+
+
+def test_a_one_step_counterexample_says_step(capsys):
+    code, out, _ = run(["explore", "--config", "kraft-forwarder-without-serde", "--variant",
+                        "principal-serde-not-required", "--quiet"], capsys)
+    assert code == 1
+    assert "counterexample (1 step) violating P7" in out
