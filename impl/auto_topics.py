@@ -43,7 +43,8 @@ from impl.protocol import (ProtocolError, build_envelope_request, encode_request
 from impl.protocol.api_keys import CREATE_TOPICS, ENVELOPE
 from impl.protocol.errors import (COORDINATOR_NOT_AVAILABLE, ERROR_MESSAGES,
                                   GROUP_AUTHORIZATION_FAILED, INVALID_TOPIC_EXCEPTION,
-                                  LEADER_NOT_AVAILABLE, NETWORK_EXCEPTION, NONE,
+                                  LEADER_NOT_AVAILABLE, LISTENER_NOT_FOUND, NETWORK_EXCEPTION,
+                                  NONE,
                                   REQUEST_TIMED_OUT, TOPIC_ALREADY_EXISTS,
                                   TOPIC_AUTHORIZATION_FAILED,
                                   TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR,
@@ -159,10 +160,29 @@ def create_topic_policy(properties: Mapping[str, str]):
 # the manager
 
 
-def _metadata_topic(name: str, code: int, topic_id=ZERO_UUID) -> dict:
-    """A ``MetadataResponseTopic`` without partitions."""
+def _metadata_topic(name: str, code: int, topic_id=ZERO_UUID, partitions=()) -> dict:
+    """A ``MetadataResponseTopic`` (without partitions unless given)."""
     return {"ErrorCode": code, "Name": name, "TopicId": topic_id,
-            "IsInternal": is_internal(name), "Partitions": []}
+            "IsInternal": is_internal(name), "Partitions": list(partitions)}
+
+
+def partition_metadata(index: int, leader: int, listener_name: str,
+                       alive_endpoints: Mapping[int, Mapping[str, tuple]]) -> dict:
+    """``KRaftMetadataCache.getPartitionMetadata`` (L89-118) for Metadata v6 or later (L-28):
+    the leader with its endpoint on the request's listener; a leader alive without that
+    listener, LISTENER_NOT_FOUND and leader -1; a leader that is not alive (not among
+    ``alive_endpoints``, broker id -> listener name -> (host, port)), LEADER_NOT_AVAILABLE.
+    Replicas and ISR are the leader alone (one replica)."""
+    endpoints = alive_endpoints.get(leader)
+    if endpoints is None:
+        error, leader_id = LEADER_NOT_AVAILABLE, -1
+    elif listener_name not in endpoints:
+        error, leader_id = LISTENER_NOT_FOUND, -1
+    else:
+        error, leader_id = NONE, leader
+    return {"ErrorCode": error, "PartitionIndex": index, "LeaderId": leader_id,
+            "LeaderEpoch": -1, "ReplicaNodes": [leader], "IsrNodes": [leader],
+            "OfflineReplicas": []}
 
 
 def _created_as_leader_not_available(code: int) -> int:
@@ -434,7 +454,8 @@ def handle_metadata(ctx: RequestContext, header: Mapping, body: Mapping, *,
                     authorize: Authorize, image_topics: Mapping, auto_create_enable: bool,
                     manager: AutoTopicCreationManager, now_ms: int, brokers: Iterable[tuple],
                     cluster_id: str, controller_id: int,
-                    on_answer: Callable[[dict, CreationAnswer], None]) -> dict | None:
+                    on_answer: Callable[[dict, CreationAnswer], None],
+                    partitions_of: Callable[[str], list] = lambda name: []) -> dict | None:
     """``KafkaApis.handleTopicMetadataRequest`` (L1288-1414) and ``getTopicMetadata``
     (L1245-1286), by name (AT-2): DESCRIBE on each topic (else TOPIC_AUTHORIZATION_FAILED);
     for missing topics, with AllowAutoTopicCreation and auto.create.topics.enable, CREATE on
@@ -443,7 +464,8 @@ def handle_metadata(ctx: RequestContext, header: Mapping, body: Mapping, *,
     auto-creation, UNKNOWN_TOPIC_OR_PARTITION / INVALID_TOPIC_EXCEPTION).  Returns the
     response body, or None while the broker waits for the controller's answer about a topic
     (the KIP's design): ``on_answer(body, answer)`` then gets the whole response.  On KRaft the
-    ControllerId is a random alive broker (L1398-1402): the caller's ``controller_id``."""
+    ControllerId is a random alive broker (L1398-1402): the caller's ``controller_id``.
+    ``partitions_of(name)``: an existing topic's partitions (``partition_metadata``)."""
     requested = body.get("Topics")
     all_topics = requested is None
     names = sorted(image_topics) if all_topics else [t["Name"] for t in requested]
@@ -471,7 +493,7 @@ def handle_metadata(ctx: RequestContext, header: Mapping, body: Mapping, *,
         missing = [n for n in missing if n not in results]
     for name in describable:
         if name in image_topics:
-            results[name] = _metadata_topic(name, NONE, image_topics[name])
+            results[name] = _metadata_topic(name, NONE, image_topics[name], partitions_of(name))
     pending = set()
     if missing and allow:
         context = MetadataRequestContext(ctx, header["CorrelationId"])
@@ -496,6 +518,7 @@ __all__ = [
     "AutoTopicCreationManager", "CreationAnswer", "MetadataRequestContext", "TopicCreation",
     "RefusedTopicsCreateTopicPolicy", "RequestMetadata", "PolicyViolationError",
     "create_topic_policy", "find_coordinator", "get_coordinator", "handle_metadata",
+    "partition_metadata",
     "invalid_topic", "is_internal", "GROUP", "TRANSACTION", "GROUP_METADATA_TOPIC_NAME",
     "TRANSACTION_STATE_TOPIC_NAME", "INTERNAL_TOPICS", "CREATE_TOPIC_POLICY_CLASS_NAME",
     "REFUSED_TOPICS_POLICY", "REFUSED_TOPICS_CONFIG",

@@ -77,6 +77,9 @@ class ClusterConfig:
     # support it, an omitted kraft.version counting as [0, 0] (BR-4.9, KAFKA-17305)
     kraft_version: int = 0
     initial_controller: int | None = 0
+    # topics that exist from the start, with the broker leading their one partition: (topic
+    # name, leader node id) pairs (L-28)
+    partition_leaders: tuple = ()
     initially_registered: tuple = ()
     registration: bool = False
     # KRaft brokers run a BrokerLifecycleManager and the active controller a

@@ -643,6 +643,9 @@ def _broker_handles_metadata(s: State, cfg: ModelConfig, d: Design, n: int, c: i
     spec = cfg.clients[c]
     if not cfg.allows(spec.principal, kafka.DESCRIBE_TOPIC):
         return _respond(s, c, Response(kafka.TOPIC_AUTHORIZATION_FAILED))
+    leader = cfg.partition_leader(cfg.topic_index(spec.topic_name))
+    if leader is not None:
+        return _respond(s, c, _partition_metadata(s, cfg, d, n, spec.listener, leader))
     if topic_exists(cfg, s.quorum.log[:s.nodes[n].replayed], cfg.topic_index(spec.topic_name)):
         return _respond(s, c, Response(kafka.NONE))
     if not cfg.allows(spec.principal, kafka.API_OPERATION[kafka.CREATE_TOPICS]):
@@ -651,6 +654,23 @@ def _broker_handles_metadata(s: State, cfg: ModelConfig, d: Design, n: int, c: i
     if d.auto_create_errors_only_logged:
         return _respond(s, c, Response(kafka.UNKNOWN_TOPIC_OR_PARTITION))
     return s
+
+
+def _partition_metadata(s: State, cfg: ModelConfig, d: Design, n: int, name: str,
+                        leader: int) -> Response:
+    """L-27, L-28 (``KRaftMetadataCache.getPartitionMetadata``, for a client at Metadata v6 or
+    later): the partition's leader at its endpoint on the request's listener ``name``; if the
+    leader has none there, LISTENER_NOT_FOUND when the leader is alive (a broker that does not
+    register stands registered while it is up, as for DescribeCluster) and
+    LEADER_NOT_AVAILABLE when it is not.  Under leader-liveness-of-local-broker (KAFKA-10312)
+    the liveness looked at is the answering broker's own."""
+    if s.nodes[leader].alive:
+        for lst in cfg.nodes[leader].listeners:
+            if lst.name == name:
+                return Response(kafka.NONE, endpoints=frozenset(
+                    {(leader, cfg.listener_index(name), listener_endpoint(lst, STATIC_ENDPOINTS))}))
+    alive = s.nodes[n if d.leader_liveness_of_local_broker else leader].alive
+    return Response(kafka.LISTENER_NOT_FOUND if alive else kafka.LEADER_NOT_AVAILABLE)
 
 
 def _controller_handles_client_mutation(s: State, cfg: ModelConfig, d: Design, n: int, c: int,

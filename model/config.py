@@ -136,6 +136,10 @@ class ModelConfig:
     # create.topic.policy.class.name refuses (POLICY_VIOLATION)
     internal_topics: bool = False
     create_topic_policy: tuple = ()
+    # topics that exist from the start, each with the node that leads its one partition:
+    # (topic name, leader node index) pairs; a Metadata request for one answers with the
+    # leader's endpoint on the request's listener, or says why it cannot (L-27, L-28)
+    partition_leaders: tuple = ()
     # ZK-to-KRaft migration (MG-1..MG-7): the brokers run with
     # zookeeper.metadata.migration.enable, the configuration's KRaft controllers (role
     # CONTROLLER, in ZK mode) may claim /controller (MG-5) and then take the brokers' forwarded
@@ -197,8 +201,18 @@ class ModelConfig:
     def topic_names(self) -> tuple:
         """Every topic a client's request creates or needs, and every topic the create-topic
         policy names, sorted: messages and records carry indices here."""
-        names = {c.topic_name for c in self.clients} | set(self.create_topic_policy)
+        names = ({c.topic_name for c in self.clients} | set(self.create_topic_policy)
+                 | {t for t, _ in self.partition_leaders})
         return tuple(sorted(names))
+
+    def partition_leader(self, topic: int) -> int | None:
+        """The node leading the partition of topic ``topic`` (an index into topic_names), for
+        a topic that exists from the start; None for any other."""
+        name = self.topic_names[topic]
+        for t, leader in self.partition_leaders:
+            if t == name:
+                return leader
+        return None
 
     @cached_property
     def _topic_indices(self) -> dict:
@@ -287,6 +301,15 @@ class ModelConfig:
             # the policy (AT-5) comes with the topics requests need, whose configurations the
             # Z3 encoding refuses: it does not state the policy for a client's CreateTopics
             raise ValueError(f"{self.name}: create_topic_policy needs internal_topics")
+        for t, leader in self.partition_leaders:
+            # brokers that register (broker_registration) are alive to the metadata cache by
+            # their registrations, which the leader lookup does not read
+            if not self.internal_topics or self.broker_registration or \
+                    not isinstance(leader, int) or not 0 <= leader < self.n_nodes or \
+                    self.nodes[leader].role != BROKER:
+                raise ValueError(f"{self.name}: partition_leaders: topic {t!r} needs a broker "
+                                 f"as its leader, in a configuration with internal_topics and "
+                                 f"without broker_registration")
         if self.internal_topics and self.mode != KRAFT:
             raise ValueError(f"{self.name}: internal_topics is KRaft brokers' topic creation "
                              f"through the controller")
@@ -378,6 +401,7 @@ class Design:
     create_topic_policy_ignored: bool = False
     principal_serde_not_required: bool = False
     describe_falls_back_to_other_listener: bool = False
+    leader_liveness_of_local_broker: bool = False
 
     def flags_on(self) -> tuple:
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
@@ -711,6 +735,14 @@ VARIANTS = {v.name: v for v in (
             "(buildEnvelopeRequest throws IllegalArgumentException without a serde)",
             ("P7",),
             ("principal_serde_not_required",), "kraft-forwarder-without-serde"),
+    Variant("leader-liveness-of-local-broker",
+            "a broker answering Metadata for a partition whose leader it cannot list on the "
+            "request's listener looks at its own liveness instead of the leader's: a leader "
+            "that is down is reported as LISTENER_NOT_FOUND instead of LEADER_NOT_AVAILABLE",
+            "KAFKA-10312 ('Fix error code returned in Metadata response when leader is not "
+            "available', f19cd6ca48c, 2020-08-24: MetadataCache.getPartitionMetadata tested "
+            "whether the local broker, not the leader, was alive); L-28",
+            ("P5",), ("leader_liveness_of_local_broker",), "kraft-metadata-leaders"),
     Variant("describe-falls-back-to-other-listener",
             "a node answers DescribeCluster with, for a listed node that has no endpoint on "
             "the request's listener, that node's endpoint on another listener instead of "

@@ -435,6 +435,22 @@ KRAFT_INTERNAL_TOPICS = ModelConfig(
                "auto-creation-refused-by-policy"),
 )
 
+KRAFT_METADATA_LEADERS = ModelConfig(
+    name="kraft-metadata-leaders",
+    description="Metadata for partitions led elsewhere (L-27, L-28): C1 leads; 'orders' is led "
+                "by B3, which has CLIENT, and 'audit' by B4, which has only INTERNAL; M1 and M2 "
+                "ask B2 on CLIENT for the metadata of 'orders' and 'audit', and B2 forwards A1's "
+                "CreateTopics to C1; one node can crash and restart. A leader that is up with "
+                "the listener is listed, one up without it is LISTENER_NOT_FOUND, one that is "
+                "down is LEADER_NOT_AVAILABLE.",
+    mode=KRAFT, nodes=(_controller("C1"), _broker("B2"), _broker("B3"),
+                       _broker("B4", listeners=(INTERNAL,))),
+    clients=(_metadata("M1", 1, "orders"), _metadata("M2", 1, "audit"), _mutation("A1", 1)),
+    acls=ACLS, initial_controller=0, internal_topics=True,
+    partition_leaders=(("orders", 2), ("audit", 3)), max_crashes=1, max_restarts=1, max_time=1,
+    witnesses=("partition-leader-listed", "leader-lacks-listener", "leader-not-available"),
+)
+
 KRAFT_INTERNAL_TOPICS_POLICY = ModelConfig(
     name="kraft-internal-topics-policy",
     description="The create-topic policy and internal topics: C1 leads and its policy refuses "
@@ -527,7 +543,7 @@ CONFIGS = {c.name: c for c in (ZK_FORWARD_ZOMBIE, KRAFT_FORWARD_LEADER_CHANGE,
                                ZK_MIGRATION, ZK_MIGRATION_BOUNCE, KRAFT_INTERNAL_TOPICS,
                                KRAFT_INTERNAL_TOPICS_POLICY, KRAFT_BROKER_FEATURES,
                                KRAFT_BROKER_FAILOVER, KRAFT_BROKER_FEATURES_V0,
-                               KRAFT_FORWARDER_WITHOUT_SERDE,
+                               KRAFT_FORWARDER_WITHOUT_SERDE, KRAFT_METADATA_LEADERS,
                                ZK_MEDIUM, KRAFT_MEDIUM, KRAFT_MEDIUM_REGISTERING,
                                KRAFT_MEDIUM_LEADER_LOSS,
                                ZK_SMALL, KRAFT_SMALL, ZK_ALL, KRAFT_ALL)}

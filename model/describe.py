@@ -1410,6 +1410,18 @@ def _field_advertised_versions(cfg, d, s):
     return out
 
 
+def _field_partition_leaders(cfg: ModelConfig, d: Design, s: State) -> list:
+    """Each topic that exists from the start: its partition's leader, whether the leader is up,
+    and the listeners it has (L-28)."""
+    out = []
+    for topic, leader in cfg.partition_leaders:
+        names = ", ".join(lst.name for lst in cfg.nodes[leader].listeners)
+        up = "up" if s.nodes[leader].alive else "down"
+        out.append(f"topic {topic}: its partition is led by {node_name(cfg, leader)}, which is "
+                   f"{up} and has the listeners {names}")
+    return out
+
+
 FIELDS = {
     "clock": _field_clock,
     "active-controller": _field_active_controller,
@@ -1430,6 +1442,7 @@ FIELDS = {
     "describe-responses": _field_describe_responses,
     "acknowledged-mutations": _field_acknowledged,
     "advertised-versions": _field_advertised_versions,
+    "partition-leaders": _field_partition_leaders,
 }
 
 

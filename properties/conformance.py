@@ -297,6 +297,7 @@ def cluster_config(cfg: ModelConfig, bugs=()) -> ClusterConfig:
         metadata_version=cfg.metadata_version,
         kraft_version=dict(cfg.finalized_features).get(kafka.KRAFT_VERSION_FEATURE, 0),
         initial_controller=cfg.initial_controller,
+        partition_leaders=tuple(cfg.partition_leaders),
         initially_registered=tuple(cfg.initially_registered), registration=cfg.registration,
         broker_registration=cfg.broker_registration,
         initially_registered_brokers=tuple(cfg.initially_registered_brokers),

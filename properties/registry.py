@@ -606,6 +606,38 @@ def endpoints_on_request_listener(s: State, cfg: ModelConfig, d: Design) -> bool
     return True
 
 
+@_per_config
+def _leaders_with_the_listener(cfg: ModelConfig) -> tuple:
+    """The clients that ask for the metadata of a topic whose partition leader has an endpoint
+    on the listener they ask on: LISTENER_NOT_FOUND is never their answer."""
+    out = []
+    for c, spec in enumerate(cfg.clients):
+        if spec.kind != METADATA:
+            continue
+        leader = cfg.partition_leader(cfg.topic_index(spec.topic_name))
+        if leader is not None and any(lst.name == spec.listener
+                                      for lst in cfg.nodes[leader].listeners):
+            out.append(c)
+    return tuple(out)
+
+
+def listener_not_found_only_where_leader_lacks_it(s: State, cfg: ModelConfig,
+                                                  d: Design) -> bool:
+    """A Metadata answer is LISTENER_NOT_FOUND only for a partition whose leader has no
+    endpoint on the listener the request arrived on.
+
+    L-28; Errors.LISTENER_NOT_FOUND: "There is no listener on the leader broker that matches
+    the listener on which metadata request was processed"; KIP-103 (a client is told about
+    the listener it connected on); KAFKA-6546, KAFKA-10312."""
+    if not _leaders_with_the_listener(cfg):
+        return True
+    for c in _leaders_with_the_listener(cfg):
+        for r in s.clients[c].responses:
+            if r.code == kafka.LISTENER_NOT_FOUND:
+                return False
+    return True
+
+
 def broker_describe_lists_itself(s: State, cfg: ModelConfig, d: Design) -> bool:
     """A broker's successful DescribeCluster answer lists the broker itself on the listener
     the request arrived on: the broker is alive (it answered) and has that listener (the
@@ -1184,9 +1216,12 @@ PROPERTIES = (
              "every endpoint returned to a client is on the listener the request arrived on and "
              "of the endpoint type asked for, resolved, and as the answering node's replayed "
              "registrations have it; a broker that does not register lists itself; once "
-             "settled, a ZK broker's registration carries its current endpoints",
-             "KIP-103; KIP-919; L-27; R-21; D-1..D-3; EP-1..EP-6",
+             "settled, a ZK broker's registration carries its current endpoints; a Metadata "
+             "answer is LISTENER_NOT_FOUND only where the partition leader lacks the listener",
+             "KIP-103; KIP-919; L-27; L-28; R-21; D-1..D-3; EP-1..EP-6",
              (Clause("endpoints-on-request-listener", ALWAYS, endpoints_on_request_listener),
+              Clause("listener-not-found-only-where-leader-lacks-it", ALWAYS,
+                     listener_not_found_only_where_leader_lacks_it, _leaders_with_the_listener),
               Clause("broker-describe-lists-itself", ALWAYS, broker_describe_lists_itself,
                      _broker_self_describers),
               Clause("returned-endpoints-are-resolved", ALWAYS, returned_endpoints_are_resolved),
@@ -1313,6 +1348,7 @@ RELEVANT_FIELDS = {
     "envelopes-only-from-trusted-senders": ("applied-mutations", "client-responses"),
     "endpoints-on-request-listener": ("describe-responses",),
     "broker-describe-lists-itself": ("describe-responses",),
+    "listener-not-found-only-where-leader-lacks-it": ("partition-leaders", "client-responses"),
     "returned-endpoints-are-resolved": ("describe-responses", "registrations", "metadata-log"),
     "describe-lists-registered-endpoints": ("describe-responses", "metadata-log",
                                             "broker-registrations"),
@@ -1580,6 +1616,21 @@ WITNESSES = {w.id: w for w in (
     Witness("auto-creation-refused-by-policy",
             "a Metadata request's auto-creation is refused with POLICY_VIOLATION",
             lambda p, st, s, cfg: any(r.code == kafka.POLICY_VIOLATION
+                                      for _, r in _responses(s, cfg, METADATA))),
+    Witness("partition-leader-listed",
+            "a Metadata answer lists the partition leader at its endpoint on the request's "
+            "listener (L-28)",
+            lambda p, st, s, cfg: any(r.code == kafka.NONE and r.endpoints
+                                      for _, r in _responses(s, cfg, METADATA))),
+    Witness("leader-lacks-listener",
+            "a Metadata answer says LISTENER_NOT_FOUND: the partition leader is up without the "
+            "request's listener (L-28)",
+            lambda p, st, s, cfg: any(r.code == kafka.LISTENER_NOT_FOUND
+                                      for _, r in _responses(s, cfg, METADATA))),
+    Witness("leader-not-available",
+            "a Metadata answer says LEADER_NOT_AVAILABLE for a partition whose leader is down "
+            "(L-28)",
+            lambda p, st, s, cfg: any(r.code == kafka.LEADER_NOT_AVAILABLE
                                       for _, r in _responses(s, cfg, METADATA))),
     Witness("kraft-controller-claimed-zk",
             "the KRaft controller claims /controller with a higher epoch (MG-5)",

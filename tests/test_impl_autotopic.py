@@ -519,3 +519,19 @@ def test_what_a_waiting_metadata_client_is_told(inner, envelope, expected):
     assert (answer.topic_errors["payments"], answer.envelope_error,
             answer.close_connection) == expected
     assert manager.inflight_topics == set()
+
+
+def test_l28_partition_metadata_names_the_leader_or_why_it_cannot():
+    """KRaftMetadataCache.getPartitionMetadata for Metadata v6+: the leader with the listener;
+    alive without it, LISTENER_NOT_FOUND; not alive, LEADER_NOT_AVAILABLE (KAFKA-10312: the
+    leader's liveness decides, not the answering broker's)."""
+    from impl.auto_topics import partition_metadata
+    from impl.protocol.errors import LEADER_NOT_AVAILABLE, LISTENER_NOT_FOUND, NONE
+    alive = {2: {"CLIENT": ("b2", 9092), "INTERNAL": ("b2", 9093)}, 3: {"INTERNAL": ("b3", 9093)}}
+    listed = partition_metadata(0, 2, "CLIENT", alive)
+    assert (listed["ErrorCode"], listed["LeaderId"]) == (NONE, 2)
+    lacking = partition_metadata(0, 3, "CLIENT", alive)
+    assert (lacking["ErrorCode"], lacking["LeaderId"]) == (LISTENER_NOT_FOUND, -1)
+    down = partition_metadata(0, 4, "CLIENT", alive)
+    assert (down["ErrorCode"], down["LeaderId"]) == (LEADER_NOT_AVAILABLE, -1)
+    assert down["ReplicaNodes"] == [4]

@@ -50,6 +50,7 @@ _KRAFT_MEDIUM_CANNOT_SHOW = {
     "principal-serde-not-required": "every node's principal builder has a serde",
     "describe-falls-back-to-other-listener": "every node D1's DescribeCluster lists has the "
                                              "request's listener",
+    "leader-liveness-of-local-broker": "no topic with a partition leader (no Metadata request)",
 }
 # kraft-medium-registering and kraft-medium-leader-loss: those and no election
 _KRAFT_MEDIUM_NO_ELECTION_CANNOT_SHOW = {

@@ -31,6 +31,7 @@ PINNED = {
     "kraft-broker-failover": (90317, 90317),
     "kraft-broker-features-v0": (860, 860),
     "kraft-forwarder-without-serde": (122, 122),
+    "kraft-metadata-leaders": (15868, 15868),
 }
 
 

@@ -807,6 +807,20 @@ def effect_principal_serde_not_required():
     assert bad.nodes[0].channel.queue == ()
 
 
+def effect_leader_liveness_of_local_broker():
+    """B3, which leads 'orders' and has CLIENT, crashes; M1 asks B2 on CLIENT for 'orders':
+    shipped, the leader is down, LEADER_NOT_AVAILABLE (L-28); the variant looks at B2's own
+    liveness and says LISTENER_NOT_FOUND.  With B3 up both list B3's CLIENT endpoint."""
+    up, good_up, bad_up = both("kraft-metadata-leaders", "leader-liveness-of-local-broker", [],
+                               S("client_sends_request", 0))
+    assert good_up.clients[0].responses == bad_up.clients[0].responses
+    assert good_up.clients[0].responses[0].endpoints
+    pre, good, bad = both("kraft-metadata-leaders", "leader-liveness-of-local-broker",
+                          [S("node_crashes", 2)], S("client_sends_request", 0))
+    assert good.clients[0].responses == (Response(kafka.LEADER_NOT_AVAILABLE),)
+    assert bad.clients[0].responses == (Response(kafka.LISTENER_NOT_FOUND),)
+
+
 EFFECTS = {
     "zombie-writes-unfenced": effect_zombie_writes_unfenced,
     "brokers-write-zk": effect_brokers_write_zk,
@@ -851,6 +865,7 @@ EFFECTS = {
     "unfence-waits-for-committed-offset": effect_unfence_waits_for_committed_offset,
     "principal-serde-not-required": effect_principal_serde_not_required,
     "describe-falls-back-to-other-listener": effect_describe_falls_back_to_other_listener,
+    "leader-liveness-of-local-broker": effect_leader_liveness_of_local_broker,
 }
 
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 import random
 from ipaddress import ip_address
 
-from impl.auto_topics import GROUP, find_coordinator, handle_metadata
+from impl.auto_topics import GROUP, find_coordinator, handle_metadata, partition_metadata
 from impl.broker_registration import ClusterControlManager
 from impl.channel import ControllerChannel, negotiate_version
 from impl.cluster.observation import ClientResult
@@ -329,14 +329,31 @@ class ClusterSteps:
                 METADATA_KEY, version, header["CorrelationId"], resp)
             self._respond(name, ClientResult(code, answer.envelope_error, frozenset(), data))
         props = node.spec.props()
+        leaders = dict(self.config.partition_leaders)
+        # L-27: brokers that do not register stand registered from their configuration while
+        # they are up (partition_leaders is for such configurations)
+        alive = {b: self.resolved_endpoints(b) for b in leaders.values() if self.nodes[b].alive}
+
+        def partitions_of(name: str) -> list:
+            if name not in leaders:
+                return []
+            return [partition_metadata(0, leaders[name], ctx.listener_name, alive)]
+        topics = {**{t: ZERO_UUID for t in leaders}, **image.topics}
         resp = handle_metadata(
-            ctx, header, body, authorize=self.acls.allows, image_topics=image.topics,
+            ctx, header, body, authorize=self.acls.allows, image_topics=topics,
             auto_create_enable=props.get("auto.create.topics.enable", "true").strip().lower()
             == "true", manager=node.auto_topics, now_ms=self.now_ms, brokers=[(n,) + me],
-            cluster_id=CLUSTER_ID, controller_id=n, on_answer=answered)
+            cluster_id=CLUSTER_ID, controller_id=n, on_answer=answered,
+            partitions_of=partitions_of)
         if resp is not None:
             data = encode_response(METADATA_KEY, version, header["CorrelationId"], resp)
-            self._respond(c.name, ClientResult(first_error(resp), 0, frozenset(), data))
+            # the leaders listed, at their endpoints on the request's listener
+            endpoints = frozenset(
+                (p["LeaderId"], ctx.listener_name) + alive[p["LeaderId"]][ctx.listener_name]
+                for t in resp["Topics"] for p in t["Partitions"] if p["LeaderId"] >= 0)
+            endpoints = frozenset((b, self.endpoint_listener(b, h, port), h, port)
+                                  for b, _, h, port in endpoints)
+            self._respond(c.name, ClientResult(first_error(resp), 0, endpoints, data))
 
     def _advertised_endpoint(self, n: int, listener: str) -> tuple:
         """(host, port) of node ``n``'s advertised ``listener`` as its process run resolved

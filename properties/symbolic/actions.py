@@ -438,10 +438,12 @@ def client_sends_request(S: Sym, cfg: ModelConfig, d: Design, c: int):
     if spec.kind in (FIND_COORDINATOR, METADATA):
         # AT-1, AT-2: the topics a request needs are not stated; a configuration with such
         # clients (internal_topics) takes controller_handles_create_topics, which the encoding
-        # lacks, and is refused before any step is built (next.unencoded_actions).
+        # lacks, and is refused before any step is built (next.unencoded_actions); so is the
+        # partition leader lookup of L-28 (partition_leaders needs internal_topics).
         raise ValueError(f"{cfg.name}: client {spec.name} may make its broker create a topic, "
                          f"which the encoding does not state (auto_create_errors_only_logged="
-                         f"{d.auto_create_errors_only_logged})")
+                         f"{d.auto_create_errors_only_logged}, leader_liveness_of_local_broker="
+                         f"{d.leader_liveness_of_local_broker})")
     if spec.kind == DESCRIBE:
         live = _node_handles_describe_cluster(S, cfg, d, c, n, listener)
     else:
