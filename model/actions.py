@@ -559,23 +559,19 @@ def client_sends_request(s: State, cfg: ModelConfig, d: Design, c: int) -> State
             return _broker_reads_controller_znode(s, cfg, d, n, c)                 # MG-6
         if d.brokers_write_zk or d.brokers_write_zk_under_controller_epoch or not forwards:
             return _broker_writes_zk(s, cfg, d, n, c, routed_locally=not forwards)  # F-5, Z-5
-        return _broker_forwards_request(s, n, c, _cannot_serialize(cfg, d, n))     # F-3
+        return _broker_forwards_request(s, cfg, d, n, c)                           # F-3
     if cfg.nodes[n].role == BROKER:
-        return _broker_forwards_request(s, n, c, _cannot_serialize(cfg, d, n))     # F-2
+        return _broker_forwards_request(s, cfg, d, n, c)                           # F-2
     return _controller_handles_client_mutation(s, cfg, d, n, c, reply)             # D-7
 
 
-def _cannot_serialize(cfg: ModelConfig, d: Design, n: int) -> bool:
-    """KAFKA-13051: without the configuration check, a node whose principal builder is not a
-    KafkaPrincipalSerde runs, and has no serde to put the client's principal in an envelope."""
-    # the configuration first: the flag is read (WatchedDesign) only where it can matter
-    return not cfg.nodes[n].principal_serde and d.principal_serde_not_required
-
-
-def _broker_forwards_request(s: State, n: int, c: int, no_serde: bool = False) -> State:
-    """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
-    if no_serde:
-        # F-12: buildEnvelopeRequest throws IllegalArgumentException inside handle
+def _broker_forwards_request(s: State, cfg: ModelConfig, d: Design, n: int, c: int) -> State:
+    """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel.
+    Under principal-serde-not-required (KAFKA-13051) a node whose principal builder is not a
+    KafkaPrincipalSerde runs, and F-12's buildEnvelopeRequest throws IllegalArgumentException
+    inside handle: UNKNOWN_SERVER_ERROR at once.  (The configuration is tested first, so the
+    flag is read, WatchedDesign, only where it can matter.)"""
+    if not cfg.nodes[n].principal_serde and d.principal_serde_not_required:
         return _respond(s, c, Response(kafka.UNKNOWN_SERVER_ERROR))
     node = s.nodes[n]
     ch = node.channel
@@ -643,14 +639,15 @@ def _broker_handles_metadata(s: State, cfg: ModelConfig, d: Design, n: int, c: i
     spec = cfg.clients[c]
     if not cfg.allows(spec.principal, kafka.DESCRIBE_TOPIC):
         return _respond(s, c, Response(kafka.TOPIC_AUTHORIZATION_FAILED))
-    leader = cfg.partition_leader(cfg.topic_index(spec.topic_name))
+    topic = cfg.topic_index(spec.topic_name)
+    leader = cfg.partition_leader(topic)
     if leader is not None:
         return _respond(s, c, _partition_metadata(s, cfg, d, n, spec.listener, leader))
-    if topic_exists(cfg, s.quorum.log[:s.nodes[n].replayed], cfg.topic_index(spec.topic_name)):
+    if topic_exists(cfg, s.quorum.log[:s.nodes[n].replayed], topic):
         return _respond(s, c, Response(kafka.NONE))
     if not cfg.allows(spec.principal, kafka.API_OPERATION[kafka.CREATE_TOPICS]):
         return _respond(s, c, Response(kafka.TOPIC_AUTHORIZATION_FAILED))
-    s = _broker_forwards_request(s, n, c)
+    s = _broker_forwards_request(s, cfg, d, n, c)
     if d.auto_create_errors_only_logged:
         return _respond(s, c, Response(kafka.UNKNOWN_TOPIC_OR_PARTITION))
     return s

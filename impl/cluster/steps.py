@@ -348,11 +348,11 @@ class ClusterSteps:
         if resp is not None:
             data = encode_response(METADATA_KEY, version, header["CorrelationId"], resp)
             # the leaders listed, at their endpoints on the request's listener
+            listed = {p["LeaderId"] for t in resp["Topics"] for p in t["Partitions"]
+                      if p["LeaderId"] >= 0}
             endpoints = frozenset(
-                (p["LeaderId"], ctx.listener_name) + alive[p["LeaderId"]][ctx.listener_name]
-                for t in resp["Topics"] for p in t["Partitions"] if p["LeaderId"] >= 0)
-            endpoints = frozenset((b, self.endpoint_listener(b, h, port), h, port)
-                                  for b, _, h, port in endpoints)
+                (b, self.endpoint_listener(b, *alive[b][ctx.listener_name]))
+                + alive[b][ctx.listener_name] for b in listed)
             self._respond(c.name, ClientResult(first_error(resp), 0, endpoints, data))
 
     def _advertised_endpoint(self, n: int, listener: str) -> tuple:

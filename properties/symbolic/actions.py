@@ -489,7 +489,7 @@ def _kraft_controller_cached(S: Sym, cfg: ModelConfig, n: int):
 def _broker_forwards_request(S: Sym, cfg: ModelConfig, d: Design, n: int, c: int) -> Sym:
     """F-11..F-14: wrap the request in an Envelope and queue it on the controller channel."""
     if d.principal_serde_not_required and not cfg.nodes[n].principal_serde:
-        # KAFKA-13051, F-12: no serde, buildEnvelopeRequest throws (model: _cannot_serialize)
+        # KAFKA-13051, F-12: no serde, buildEnvelopeRequest throws (model: _broker_forwards_request)
         return _respond(S, cfg, c, kafka.UNKNOWN_SERVER_ERROR)
     item = {"kind": FORWARD, "key": c, "created": S["now"], "requeued": False, "hops": 1,
             "sent": NO_TIME}
