@@ -262,7 +262,8 @@ class Visited:
     state's parent index in the previous level, and the arrays membership is checked against
     (every big level, and the small levels merged into ``runs``)."""
 
-    def __init__(self):
+    def __init__(self, membership: bool = True):
+        self.membership = membership          # False: ``dups`` is not used (parallel.py)
         self.fp_levels: list[array] = []      # per level: sorted fingerprints
         self.par_levels: list[array] = []     # per level: parent index in the previous level
         # Membership is checked against every big level and against ``runs``: the small levels
@@ -276,6 +277,8 @@ class Visited:
 
     def dups(self, cand) -> set:
         """The keys of ``cand`` (a dict keyed by fingerprint) already stored."""
+        if not self.membership:     # pragma: no cover - a caller's mistake
+            raise RuntimeError("Visited(membership=False) cannot answer dups()")
         dups: set = set()
         for level in self.big_levels:
             dups.update(_dups_in_level(cand, level))
@@ -289,7 +292,9 @@ class Visited:
         self.fp_levels.append(fps)
         self.par_levels.append(array("I", parents))
         runs = self.runs
-        if len(fps) >= max(_SMALL_LEVEL, self.distinct // _SMALL_SHARE):
+        if not self.membership:
+            pass
+        elif len(fps) >= max(_SMALL_LEVEL, self.distinct // _SMALL_SHARE):
             self.big_levels.append(fps)
         elif fps:
             runs.append(fps)

@@ -139,7 +139,7 @@ class GraphRecorder:
     each transition's class (the spec's ``progress_edge``: 0 ordinary, 1 a fault, 2 a
     timeout)."""
 
-    __slots__ = ("status", "succ_fps", "offsets", "marks", "edge", "strict")
+    __slots__ = ("status", "succ_fps", "offsets", "marks", "edge", "strict", "targets")
 
     def __init__(self, progress: bool = False):
         self.status = bytearray()           # per state: OPEN | SETTLED | DEADLOCKED
@@ -149,11 +149,15 @@ class GraphRecorder:
         self.marks = array("Q") if progress else None
         self.edge = bytearray() if progress else None
         self.strict = ()                    # per goal: True if it may not use a timeout
+        # or, instead of succ_fps, the targets already as state numbers (array('I'): the
+        # explorer's workers number them level by level, properties/parallel.py)
+        self.targets = None
 
     @property
     def nbytes(self) -> int:
         extra = 0 if self.marks is None else 8 * len(self.marks) + len(self.edge)
-        return (len(self.status) + self.succ_fps.itemsize * len(self.succ_fps)
+        edges = self.succ_fps if self.targets is None else self.targets
+        return (len(self.status) + edges.itemsize * len(edges)
                 + self.offsets.itemsize * len(self.offsets) + extra)
 
 
@@ -293,9 +297,9 @@ def check(rec: GraphRecorder, fp_levels, processes: int = 1):
     status = rec.status
     n = len(status)
     off = rec.offsets
-    if len(rec.succ_fps) < _FORK_FROM:
+    if off[-1] < _FORK_FROM:
         processes = 1                   # forking would cost more than it saves
-    tgt = _targets(rec, fp_levels, processes)
+    tgt = rec.targets if rec.targets is not None else _targets(rec, fp_levels, processes)
     first = status.find(DEADLOCKED)
     if first >= 0:
         return DEADLOCK, first, tgt, 1, None

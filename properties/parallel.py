@@ -1,22 +1,31 @@
 """The explorer on several processes: ``explore(spec, workers=N)``.
 
 The search is ``explore``'s level by level, with the same stored levels, counts, shortest
-traces, witnesses and whole-graph checks; only the expansion of a level is shared out.  The
-driver (this process) keeps what ``explore`` keeps per visited state (``Visited``: 12 bytes of
+traces, witnesses and whole-graph checks; only the work on a level is shared out.  The driver
+(this process) keeps what ``explore`` keeps per visited state (``Visited``: 12 bytes of
 fingerprint and parent index) and decides everything; each worker process holds the states of
-the current level that are its share, as live objects, and expands them:
+the current level that are its share, as live objects, and a dict of every visited fingerprint
+to its state number (the global index ``explore`` gives it), and does the rest:
 
 1. *expand*: every worker expands its states (successors, ``violation``, the witnesses that read
-   the step, and for the whole-graph checks each state's status and successors' fingerprints)
-   and sends back its candidates as two arrays, fingerprint and discovery key (the parent's
-   index in the level and the successor's position, so the smallest key is the discovery
-   ``explore`` makes first), keeping the candidate states;
-2. the driver merges the candidates (smallest key per fingerprint), drops the visited ones,
-   sorts the new level and numbers it, as ``explore`` does; a new state stays with the worker
-   that discovered it first, except that a worker holding more than its share passes the surplus
-   to one holding less (pickled: the only states that cross a process boundary);
-3. *keep*/*take*: each worker keeps its share of the new level, in index order, and checks the
-   witnesses that are state predicates on it.
+   the step, and for the whole-graph checks each state's status and its transitions' targets as
+   state numbers) and keeps as candidates the successors not visited yet, each with its
+   discovery key (the parent's index in the level and the successor's position, so the
+   smallest key is the discovery ``explore`` makes first).  It sends them cut into the
+   workers' ranges of fingerprints, with keys tagged with its number (``_split``);
+2. *merge*: each worker merges every worker's candidates in its range (the smallest tagged key
+   per fingerprint) and sends back the range's new fingerprints sorted; the ranges in order are
+   the sorted new level, which the driver numbers and stores as ``explore`` does.  A new state
+   stays with the worker that discovered it first, except that a worker holding more than its
+   share passes the surplus to one holding less (pickled: the only states that cross a process
+   boundary);
+3. *keep*/*take*: each worker numbers the new level's fingerprints (so the last level's
+   transitions into it get their targets, and its successors count as visited), keeps its share
+   of it, in index order, and checks the witnesses that are state predicates on it.
+
+So the driver does no per-state work but storing the level and deciding who keeps what; the
+deduplication, the sorting and the numbering of targets are the workers', in parallel.  The
+price is memory: every worker's dict costs about 100 bytes per visited state.
 
 A violation stops the search at the level's smallest violating index, as in ``explore``; the
 workers then count again the transitions of their states below it (``recount``), so the
@@ -38,8 +47,9 @@ import pickle
 import signal
 import time
 from array import array
-from itertools import filterfalse, repeat
-from operator import floordiv, itemgetter
+from bisect import bisect_left
+from itertools import repeat
+from operator import floordiv, mod
 
 from properties.explore import (MAX_SECONDS, ExploreResult, Stopper, Visited, _finish, _fmt,
                                 _rebuild_trace, _MASK)
@@ -48,6 +58,7 @@ from properties.spec import note_step_witnesses, progress_edges_of, witness_scop
 __all__ = ["explore_parallel", "default_workers"]
 
 _KEY = 1 << 20          # discovery key = parent index * _KEY + successor position
+MAX_WORKERS = 1 << 11   # a tagged key (key * workers + worker) must fit in 64 bits
 _CHECK_EVERY = 2048     # states a worker expands between two looks at the stop event
 
 
@@ -64,8 +75,10 @@ def default_workers() -> int:
 class _Worker:
     """One worker's side: its share of the current level and the candidates of the next."""
 
-    def __init__(self, spec, symmetry: bool, record: bool, progress_rec: bool, stop=None):
+    def __init__(self, spec, symmetry: bool, record: bool, progress_rec: bool, stop=None,
+                 number: int = 0, workers: int = 1):
         self.spec = spec
+        self.number, self.workers = number, workers
         self.stop = stop            # the driver's stop event (multiprocessing.Event) or None
         self.canonical = spec.canonical if symmetry else None
         self.record = record
@@ -78,6 +91,10 @@ class _Worker:
         self.fps = array("Q")       # their fingerprints
         self.states: list = []
         self.cand: dict = {}        # fingerprint -> state, of the last expansion
+        # every visited fingerprint -> its state number (``keep`` adds each level's): which
+        # successors are new, and the recorded transitions' targets as state numbers
+        self.ids: dict = {}
+        self.raw = None             # the last recorded expansion's targets, to finish
         self._pending = (array("Q"), array("Q"), [])    # kept by ``keep``, ordered by ``take``
 
     def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True,
@@ -96,11 +113,16 @@ class _Worker:
         keys: list = []             # the discovery keys of ``cand``'s entries, in its order
         new_key = keys.append
         record = self.record and emit
-        status, counts, succ_fps = bytearray(), array("I"), array("Q")
+        status, counts = bytearray(), array("I")
+        # per transition its target's state number; those into the next level, not numbered
+        # yet, are 0 until ``targets`` numbers them (``late``: their positions, fingerprints)
+        tgt, late, late_fps = array("I"), array("Q"), array("Q")
         marks, edges = array("Q"), bytearray()
         if record and self.progress_rec:
             marks_of, edge_class = spec.progress_marks, progress_edges_of(spec)
         fingerprint, canonical, M = spec.fingerprint, self.canonical, _MASK
+        ids = self.ids
+        number = ids.get
         for k, (idx, here, state) in enumerate(zip(self.idx, self.fps, self.states)):
             if below is not None and idx >= below:
                 break
@@ -124,9 +146,18 @@ class _Worker:
             for st, s in succ:
                 acount[st.action] += 1
                 f = fingerprint(s if canonical is None else canonical(s)) & M
-                if record:
-                    succ_fps.append(f)
-                if emit and f != here and f not in cand:
+                if record:          # (emit too) one lookup: number, or new
+                    t = number(f)
+                    if t is None:
+                        late.append(len(tgt))
+                        late_fps.append(f)
+                        tgt.append(0)
+                        if f not in cand:
+                            cand[f] = s
+                            new_key(key)
+                    else:
+                        tgt.append(t)
+                elif emit and f != here and f not in cand and f not in ids:
                     cand[f] = s
                     new_key(key)
                 key += 1
@@ -137,41 +168,74 @@ class _Worker:
         out = {"acount": acount, "reached": reached, "violations": violations,
                "flags_read": self.flags_read(), "stopped": stopped}
         if emit:
-            out["fps"] = array("Q", cand)
-            out["keys"] = array("Q", keys)
+            out["parts"] = _split(cand, keys, self.number, self.workers)
         if record:
-            out["rec"] = (self.idx[:len(status)], status, counts, succ_fps, marks, edges)
+            out["rec"] = (self.idx[:len(status)], status, counts, marks, edges)
+            self.raw = (tgt, late, late_fps)    # finished by ``targets``
         return out
+
+    def targets(self, wanted: bool = True):
+        """The last recorded expansion's transitions' targets as state numbers, those into the
+        next level numbered now that it is; None if nothing was recorded or not ``wanted``
+        (a level cut short by ``max_states``: its graph is not checked)."""
+        raw, self.raw = self.raw, None
+        if raw is None or not wanted:
+            return None
+        tgt, late, late_fps = raw
+        number = self.ids.__getitem__
+        for at, f in zip(late, late_fps):
+            tgt[at] = number(f)
+        return tgt
+
+    def _number(self, level, offset: int) -> None:
+        self.ids.update(zip(level, range(offset, offset + len(level))))
 
     def flags_read(self) -> frozenset:
         """The design flags the model has read in this process (a Kafka spec watches them)."""
         read = getattr(self.spec, "flags_read", None)
         return read() if read is not None else frozenset()
 
-    def keep(self, mine, give):
-        """Keep ``mine`` ((index, fingerprint) arrays) from the candidates; return the states of
-        each list of fingerprints in ``give``, pickled, one blob per worker they go to (the
-        driver forwards the blobs as they are)."""
+    def merge(self, parts: list):
+        """Merge every worker's candidates in this worker's range of fingerprints (``parts``:
+        per worker, fingerprint and tagged-key arrays, see ``_split``): the smallest tagged key
+        per fingerprint, that is the first discovery and the worker holding the state.  Returns
+        the range's new fingerprints, sorted, and their tagged keys."""
+        best: dict = {}
+        for fps, tags in parts:
+            mine = dict(zip(fps, tags))
+            for f in mine.keys() & best.keys():     # found by another worker too
+                if best[f] < mine[f]:
+                    mine[f] = best[f]
+            best.update(mine)
+            del mine
+        new = array("Q", sorted(best))
+        return new, array("Q", map(best.__getitem__, new))
+
+    def keep(self, level, offset, mine, give, targets: bool = True):
+        """Note ``level`` (the new level's fingerprints, its states numbered from ``offset``)
+        as visited; keep ``mine`` ((index, fingerprint) arrays) from the candidates.  Returns
+        the states of each list of fingerprints in ``give``, pickled, one blob per worker they
+        go to (the driver forwards the blobs as they are), and the last expansion's
+        ``targets`` (if ``targets``)."""
+        self._number(level, offset)
         cand = self.cand
         self.cand = {}
         idx, fps = mine
         self._pending = (idx, fps, [cand[f] for f in fps])
-        return [pickle.dumps([cand[f] for f in part], pickle.HIGHEST_PROTOCOL) for part in give]
+        return ([pickle.dumps([cand[f] for f in part], pickle.HIGHEST_PROTOCOL) for part in give],
+                self.targets(targets))
 
-    def take(self, received, wanted_state: list):
-        """Add the states passed on to it (``[(index array, fingerprint array, pickled)]``),
-        order its share by index; return the state-predicate witnesses seen on it."""
+    def take(self, received, wanted_state: list, level=None):
+        """Add the states passed on to it (``[(index array, fingerprint array, pickled)]``) to
+        its share, in index order; return the state-predicate witnesses seen on it.  ``level``:
+        the level's fingerprints, to note as visited (level 0; ``keep`` notes the others')."""
+        if level is not None:
+            self._number(level, 0)
         idx, fps, states = self._pending
         self._pending = (array("Q"), array("Q"), [])
-        idx, fps = list(idx), list(fps)
-        for r_idx, r_fps, blob in received:
-            idx += r_idx
-            fps += r_fps
-            states += pickle.loads(blob)
-        order = sorted(range(len(idx)), key=idx.__getitem__)
-        self.idx = array("Q", [idx[i] for i in order])
-        self.fps = array("Q", [fps[i] for i in order])
-        self.states = [states[i] for i in order]
+        if received:
+            idx, fps, states = _merged(idx, fps, states, received)
+        self.idx, self.fps, self.states = idx, fps, states
         hits: list = []
         left = list(wanted_state)
         if left:
@@ -186,12 +250,59 @@ class _Worker:
         return hits, len(self.states)
 
 
-def _serve(conn, spec, symmetry, record, progress_rec, stop) -> None:
+def _split(cand: dict, keys: list, number: int, workers: int) -> list:
+    """A worker's candidates (fingerprint -> state, in discovery order; ``keys`` their
+    discovery keys) cut into the workers' ranges of fingerprints (worker j merges those from
+    j * 2**64 / workers on): per range, the fingerprints and their tagged keys, ``key *
+    workers + number``, which order as the keys do (no two states share a key) and name the
+    worker holding the state."""
+    parts = [(array("Q"), array("Q")) for _ in range(workers)]
+    if workers == 1:
+        parts[0][0].extend(cand)
+        parts[0][1].extend(keys)
+        return parts
+    for f, k in zip(cand, keys):
+        fps, tags = parts[(f * workers) >> 64]
+        fps.append(f)
+        tags.append(k * workers + number)
+    return parts
+
+
+def _merged(idx: array, fps: array, states: list, received: list):
+    """A worker's own share (``idx`` increasing, as ``keep`` gets it) with the states passed
+    on to it (``[(index array, fingerprint array, pickled)]``), in increasing index order.
+
+    Few states move (the surplus of a level), so the received ones are sorted alone and
+    inserted by slices: linear in the share, not a sort of it."""
+    r_idx, r_fps, r_states = [], [], []
+    for i, f, blob in received:
+        r_idx += i
+        r_fps += f
+        r_states += pickle.loads(blob)
+    out_idx, out_fps, out_states = array("Q"), array("Q"), []
+    at = 0
+    for j in sorted(range(len(r_idx)), key=r_idx.__getitem__):
+        i = r_idx[j]
+        to = bisect_left(idx, i, at)
+        out_idx += idx[at:to]
+        out_fps += fps[at:to]
+        out_states += states[at:to]
+        out_idx.append(i)
+        out_fps.append(r_fps[j])
+        out_states.append(r_states[j])
+        at = to
+    out_idx += idx[at:]
+    out_fps += fps[at:]
+    out_states += states[at:]
+    return out_idx, out_fps, out_states
+
+
+def _serve(conn, spec, symmetry, record, progress_rec, stop, number, workers) -> None:
     gc.disable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the driver's to handle
     if isinstance(spec, bytes):
         spec = pickle.loads(spec)
-    w = _Worker(spec, symmetry, record, progress_rec, stop)
+    w = _Worker(spec, symmetry, record, progress_rec, stop, number, workers)
     while True:
         try:
             cmd, args = conn.recv()
@@ -216,10 +327,11 @@ class _Pool:
         carried = spec if ctx.get_start_method() == "fork" else pickle.dumps(spec)
         self.stop = ctx.Event()         # set by the driver to end the current expansion early
         self.conns, self.procs = [], []
-        for _ in range(n):
+        for number in range(n):
             mine, theirs = ctx.Pipe()
             p = ctx.Process(target=_serve,
-                            args=(theirs, carried, symmetry, record, progress_rec, self.stop),
+                            args=(theirs, carried, symmetry, record, progress_rec, self.stop,
+                                  number, n),
                             daemon=True)
             p.start()
             theirs.close()
@@ -307,8 +419,8 @@ def explore_parallel(spec, workers: int, *, symmetry: bool = False,
 def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
                       stop_at_violation, keep_fingerprints, graph_checks,
                       stopper: Stopper) -> ExploreResult:
-    if workers < 1:
-        raise ValueError("workers must be >= 1")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be from 1 to {MAX_WORKERS}")
     if max_states is not None and max_states < 0:
         raise ValueError("max_states must be >= 0")
     if max_depth is not None and max_depth < 0:
@@ -329,11 +441,12 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
     if record:
         from properties.graphcheck import GraphRecorder
         rec = GraphRecorder(progress=progress_rec)
+        rec.targets = array("I")    # the workers number the targets (``_Worker.targets``)
         if progress_rec:
             rec.strict = tuple(spec.progress_strict())
 
     note_flags = getattr(spec, "note_flags_read", None)
-    visited = Visited()
+    visited = Visited(membership=False)     # the workers check membership (``_Worker.ids``)
     found: list = []                     # [(property, depth, index in level)]
     violations_seen: list = []
     complete, stop_reason = True, None
@@ -387,7 +500,7 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
         answers = pool.call("take", [
             ([(array("Q", [p for p, _, _ in mine]), array("Q", [f for _, f, _ in mine]),
                pickle.dumps([s for _, _, s in mine], pickle.HIGHEST_PROTOCOL))] if mine else [],
-             wanted_state) for mine in per])
+             wanted_state, visited.fp_levels[0]) for mine in per])
         _note_state_hits(answers, wanted_state, reached)
 
         depth = 0
@@ -437,19 +550,23 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
                 complete, stop_reason = False, stopper.reason or MAX_SECONDS
                 break
             if rec is not None:
-                recorded = ([a["rec"] for a in answers], n_cur)
-            # merge: the smallest discovery key per fingerprint, and who holds that state
-            best: dict = {}
-            for w, a in enumerate(answers):
-                mine = dict(zip(a["fps"], zip(a["keys"], repeat(w))))
-                for f in mine.keys() & best.keys():     # found by another worker too
-                    if best[f] < mine[f]:               # (key, worker): the key decides
-                        mine[f] = best[f]
-                best.update(mine)
-                del mine
-            dups = visited.dups(best)
-            n_new = len(best) - len(dups)
+                expanded = [a["rec"] for a in answers]
+            # merge: each worker merges its range of fingerprints (the smallest discovery key per
+            # fingerprint, and who holds that state); the ranges in order are the sorted level
+            parts = [a["parts"] for a in answers]
+            del answers
+            merged = pool.call("merge", [([p[j] for p in parts],) for j in range(workers)])
+            del parts
+            new, tags = array("Q"), array("Q")
+            for fps, t in merged:
+                new += fps
+                tags += t
+            del merged
+            n_new = len(new)            # the workers sent only states not yet visited
             if not n_new:
+                if rec is not None:
+                    recorded = (_with_targets(expanded, pool.call("targets", [()] * workers)),
+                                n_cur)
                 break
             if stop_reason == "max_states" or (max_states is not None
                                                and visited.distinct >= max_states):
@@ -458,26 +575,29 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
             if max_depth is not None and depth >= max_depth:
                 complete, stop_reason = False, "max_depth"
                 break
-            new = list(filterfalse(dups.__contains__, best))
             if max_states is not None and visited.distinct + n_new > max_states:
-                new.sort(key=lambda f: best[f][0])             # first discovered first
-                new = new[:max_states - visited.distinct]
+                first = sorted(sorted(range(n_new), key=tags.__getitem__)    # first discovered
+                               [:max_states - visited.distinct])
+                new = array("Q", map(new.__getitem__, first))
+                tags = array("Q", map(tags.__getitem__, first))
                 complete, stop_reason = False, "max_states"
-            new.sort()
-            found_by = list(map(best.__getitem__, new))         # (key, worker) per state
-            visited.add_level(new, map(floordiv, map(itemgetter(0), found_by), repeat(_KEY)))
+            visited.add_level(new, map(floordiv, tags, repeat(workers * _KEY)))
             peak = max(peak, len(new))
-            del dups
-            kept, moves = _balance(list(map(itemgetter(1), found_by)), workers)
-            del found_by
-            del best
+            kept, moves = _balance(list(map(mod, tags, repeat(workers))), workers)
+            del tags
             give = [[] for _ in range(workers)]
             for (src, to), positions in sorted(moves.items()):
                 give[src].append((to, positions))
-            blobs = pool.call("keep", [
-                ((array("Q", kept[w]), array("Q", map(new.__getitem__, kept[w]))),
-                 [list(map(new.__getitem__, ps)) for _, ps in give[w]])
+            level = visited.fp_levels[-1]
+            kept_answers = pool.call("keep", [
+                (level, visited.distinct - len(level),
+                 (array("Q", kept[w]), array("Q", map(new.__getitem__, kept[w]))),
+                 [list(map(new.__getitem__, ps)) for _, ps in give[w]], stop_reason is None)
                 for w in range(workers)])
+            blobs = [b for b, _ in kept_answers]
+            if rec is not None and stop_reason is None:
+                recorded = (_with_targets(expanded, [t for _, t in kept_answers]), n_cur)
+            del kept_answers
             received = [[] for _ in range(workers)]
             for src in range(workers):
                 for (to, positions), blob in zip(give[src], blobs[src]):
@@ -526,17 +646,22 @@ def _note_state_hits(answers, wanted_state: list, reached: set) -> None:
                 reached.add(w)
 
 
+def _with_targets(expanded: list, targets: list) -> list:
+    """Each worker's records of a level with its transitions' targets."""
+    return [part + (tgt,) for part, tgt in zip(expanded, targets)]
+
+
 def _record(rec, parts: list, n: int) -> None:
     """Append the workers' records of one level to ``rec`` in the level's index order."""
     rows: list = [None] * n
-    for idx, status, counts, succ_fps, marks, edges in parts:
+    for idx, status, counts, marks, edges, targets in parts:
         at = 0
         for k, i in enumerate(idx):
             c = counts[k]
-            rows[i] = (status[k], succ_fps[at:at + c], marks[k] if rec.marks is not None else 0,
+            rows[i] = (status[k], targets[at:at + c], marks[k] if rec.marks is not None else 0,
                        edges[at:at + c] if rec.marks is not None else b"")
             at += c
-    out, offsets = rec.succ_fps, rec.offsets
+    out, offsets = rec.targets, rec.offsets
     for st, fps, mark, edge in rows:
         rec.status.append(st)
         out.extend(fps)

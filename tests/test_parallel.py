@@ -12,7 +12,11 @@ from bench.twophase import TwoPhaseSpec
 from model.configs import CONFIGS, TINY
 from properties.explore import explore
 from properties.kafka_spec import KafkaSpec
-from properties.parallel import _balance, default_workers, explore_parallel
+import pickle
+from array import array
+
+from properties.parallel import (MAX_WORKERS, _balance, _merged, _split, default_workers,
+                                 explore_parallel)
 
 SLOW_TINY = ("kraft-registration", "kraft-listeners", "kraft-misconfigured",
              "kraft-broker-registration", "kraft-controller-endpoints", "kraft-broker-endpoints")
@@ -106,9 +110,38 @@ def test_balance_passes_the_surplus_on():
     assert own == [[], []] and moves == {}
 
 
+def test_split_cuts_the_candidates_into_the_workers_ranges():
+    """Worker j merges the fingerprints from j * 2**64 / workers on, so the merged ranges in
+    order are the sorted level; a tagged key orders as the key and names the worker."""
+    top = 1 << 64
+    first = [-(-top * j // 3) for j in range(3)]        # each range's first fingerprint
+    fps = [top - 1, 0, first[1], first[1] - 1, first[2], 5]
+    cand = dict.fromkeys(fps, "state")
+    keys = [7, 3, 9, 11, 2, 4]
+    parts = _split(cand, keys, 1, 3)
+    assert [list(f) for f, _ in parts] == [[0, first[1] - 1, 5], [first[1]],
+                                           [top - 1, first[2]]]
+    assert [list(t) for _, t in parts] == [[3 * 3 + 1, 11 * 3 + 1, 4 * 3 + 1], [9 * 3 + 1],
+                                           [7 * 3 + 1, 2 * 3 + 1]]
+    one = _split(cand, keys, 0, 1)
+    assert list(one[0][0]) == fps and list(one[0][1]) == keys
+
+
+def test_merged_puts_the_states_passed_on_in_index_order():
+    own = (array("Q", [1, 4, 5, 9]), array("Q", [10, 40, 50, 90]), ["a", "d", "e", "i"])
+    received = [(array("Q", [8, 0]), array("Q", [80, 0]), pickle.dumps(["h", "z"])),
+                (array("Q", [6]), array("Q", [60]), pickle.dumps(["f"]))]
+    idx, fps, states = _merged(*own, received)
+    assert list(idx) == [0, 1, 4, 5, 6, 8, 9]
+    assert list(fps) == [0, 10, 40, 50, 60, 80, 90]
+    assert states == ["z", "a", "d", "e", "f", "h", "i"]
+
+
 def test_bad_worker_counts():
     with pytest.raises(ValueError, match="workers"):
         explore_parallel(TwoPhaseSpec(3), 0)
+    with pytest.raises(ValueError, match="workers"):
+        explore_parallel(TwoPhaseSpec(3), MAX_WORKERS + 1)
     with pytest.raises(ValueError, match="graph"):
         explore(TwoPhaseSpec(3), workers=2, graph=True)
     assert default_workers() >= 1
