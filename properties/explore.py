@@ -291,18 +291,22 @@ class Visited:
         fps = array("Q", order)
         self.fp_levels.append(fps)
         self.par_levels.append(array("I", parents))
+        if self.membership:
+            self._index(fps)
+        self.states_per_depth.append(len(order))
+        self.distinct += len(order)
+
+    def _index(self, fps: array) -> None:
+        """Add a stored level to what ``dups`` checks: a big level as it is, a small one merged
+        into ``runs``."""
         runs = self.runs
-        if not self.membership:
-            pass
-        elif len(fps) >= max(_SMALL_LEVEL, self.distinct // _SMALL_SHARE):
+        if len(fps) >= max(_SMALL_LEVEL, self.distinct // _SMALL_SHARE):
             self.big_levels.append(fps)
         elif fps:
             runs.append(fps)
             while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
                 top = runs.pop()
                 runs.append(array("Q", sorted(runs.pop() + top)))
-        self.states_per_depth.append(len(order))
-        self.distinct += len(order)
 
     @property
     def nbytes(self) -> int:
@@ -467,7 +471,7 @@ def explore(spec, *, symmetry: bool = False, max_states: int | None = None,
         from properties.parallel import explore_parallel
 
         def search():
-            # the driver merges, numbers and records millions of small tuples per run: the
+            # the driver stores levels and records millions of graph rows per run: the
             # collector is paused in it too (the workers pause their own)
             return explore_parallel(spec, workers, symmetry=symmetry, max_states=max_states,
                                     max_depth=max_depth, progress=progress,

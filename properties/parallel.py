@@ -211,19 +211,19 @@ class _Worker:
         new = array("Q", sorted(best))
         return new, array("Q", map(best.__getitem__, new))
 
-    def keep(self, level, offset, mine, give, targets: bool = True):
+    def keep(self, level, offset, mine, give, number_targets: bool = True):
         """Note ``level`` (the new level's fingerprints, its states numbered from ``offset``)
         as visited; keep ``mine`` ((index, fingerprint) arrays) from the candidates.  Returns
         the states of each list of fingerprints in ``give``, pickled, one blob per worker they
         go to (the driver forwards the blobs as they are), and the last expansion's
-        ``targets`` (if ``targets``)."""
+        ``targets`` (if ``number_targets``)."""
         self._number(level, offset)
         cand = self.cand
         self.cand = {}
         idx, fps = mine
         self._pending = (idx, fps, [cand[f] for f in fps])
         return ([pickle.dumps([cand[f] for f in part], pickle.HIGHEST_PROTOCOL) for part in give],
-                self.targets(targets))
+                self.targets(number_targets))
 
     def take(self, received, wanted_state: list, level=None):
         """Add the states passed on to it (``[(index array, fingerprint array, pickled)]``) to
@@ -257,10 +257,6 @@ def _split(cand: dict, keys: list, number: int, workers: int) -> list:
     workers + number``, which order as the keys do (no two states share a key) and name the
     worker holding the state."""
     parts = [(array("Q"), array("Q")) for _ in range(workers)]
-    if workers == 1:
-        parts[0][0].extend(cand)
-        parts[0][1].extend(keys)
-        return parts
     for f, k in zip(cand, keys):
         fps, tags = parts[(f * workers) >> 64]
         fps.append(f)

@@ -1443,6 +1443,12 @@ def _responses(s: State, cfg: ModelConfig, kind=None):
                 yield spec, r
 
 
+def _led_from_the_start(cfg: ModelConfig, spec) -> bool:
+    """The Metadata client's topic exists from the start with a partition leader (L-28): its
+    LEADER_NOT_AVAILABLE means the leader is down, not that the topic was just auto-created."""
+    return cfg.partition_leader(cfg.topic_index(spec.topic_name)) is not None
+
+
 def _stale_registration_repaired(s: State, cfg: ModelConfig) -> bool:
     for c in cfg.controllers():
         incs = [rec.incarnation_id for rec in s.quorum.log
@@ -1612,7 +1618,8 @@ WITNESSES = {w.id: w for w in (
             "a Metadata request's auto-created topic is answered LEADER_NOT_AVAILABLE (created, "
             "its leader not yet known)",
             lambda p, st, s, cfg: any(r.code == kafka.LEADER_NOT_AVAILABLE
-                                      for _, r in _responses(s, cfg, METADATA))),
+                                      and not _led_from_the_start(cfg, spec)
+                                      for spec, r in _responses(s, cfg, METADATA))),
     Witness("auto-creation-refused-by-policy",
             "a Metadata request's auto-creation is refused with POLICY_VIOLATION",
             lambda p, st, s, cfg: any(r.code == kafka.POLICY_VIOLATION
@@ -1631,7 +1638,8 @@ WITNESSES = {w.id: w for w in (
             "a Metadata answer says LEADER_NOT_AVAILABLE for a partition whose leader is down "
             "(L-28)",
             lambda p, st, s, cfg: any(r.code == kafka.LEADER_NOT_AVAILABLE
-                                      for _, r in _responses(s, cfg, METADATA))),
+                                      and _led_from_the_start(cfg, spec)
+                                      for spec, r in _responses(s, cfg, METADATA))),
     Witness("kraft-controller-claimed-zk",
             "the KRaft controller claims /controller with a higher epoch (MG-5)",
             lambda p, st, s, cfg: st.action == "controller_claims_zk_leadership",
