@@ -133,6 +133,8 @@ ACTIONS = tuple((a.name, a.fn, a.arg, a.msg_kinds) for a in ACTION_TABLE)
 ACTION_NAMES = tuple(a.name for a in ACTION_TABLE)
 _BY_NAME = {a.name: (a.fn, a.arg) for a in ACTION_TABLE}
 FAULT_ACTIONS = frozenset(a.name for a in ACTION_TABLE if a.fault)
+# actions that are a fault in some states only (``is_fault`` says which)
+CONDITIONAL_FAULTS = frozenset({"controller_becomes_leader"})
 
 
 def fault_budgets(cfg: ModelConfig) -> dict:
@@ -312,7 +314,7 @@ def is_fault(s: State, cfg: ModelConfig, st: Step) -> bool:
     alive is a fault (a partition); with the leader dead it is progress."""
     if st.action in FAULT_ACTIONS:
         return True
-    if st.action == "controller_becomes_leader":
+    if st.action in CONDITIONAL_FAULTS:     # a KRaft election
         leader = s.quorum.leader
         return leader != NO_NODE and s.nodes[leader].alive
     return False
@@ -344,5 +346,5 @@ def replay(cfg: ModelConfig, d: Design, steps) -> list:
 
 
 __all__ = ["ACTIONS", "ACTION_NAMES", "ACTION_TABLE", "ACTION_BY_NAME", "ActionSpec",
-           "FAULT_ACTIONS", "fault_budgets", "initial_state", "successors", "step", "is_fault",
-           "quiescent", "replay"]
+           "FAULT_ACTIONS", "CONDITIONAL_FAULTS", "fault_budgets", "initial_state", "successors",
+           "step", "is_fault", "quiescent", "replay"]

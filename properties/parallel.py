@@ -90,7 +90,9 @@ class _Worker:
         self.idx = array("Q")       # the global indices of its states, increasing
         self.fps = array("Q")       # their fingerprints
         self.states: list = []
-        self.cand: dict = {}        # fingerprint -> state, of the last expansion
+        # the last expansion's candidates: fingerprint -> position, and their states in
+        # discovery order
+        self.cand: tuple = ({}, [])
         # every visited fingerprint -> its state number (``keep`` adds each level's): which
         # successors are new, and the recorded transitions' targets as state numbers
         self.ids: dict = {}
@@ -109,14 +111,18 @@ class _Worker:
         reached: set = set()
         acount: dict = dict.fromkeys(spec.action_names(), 0)
         violations: list = []
-        cand: dict = {}
-        keys: list = []             # the discovery keys of ``cand``'s entries, in its order
+        cand: dict = {}             # fingerprint -> its position in ``found``
+        found: list = []            # the candidates' states, in discovery order
+        keys: list = []             # their discovery keys, in the same order
+        position = cand.get
         new_key = keys.append
         record = self.record and emit
         status, counts = bytearray(), array("I")
         # per transition its target's state number; those into the next level, not numbered
-        # yet, are 0 until ``targets`` numbers them (``late``: their positions, fingerprints)
-        tgt, late, late_fps = array("I"), array("Q"), array("Q")
+        # yet, are 0 until ``targets`` numbers them (``late``: their positions in ``tgt``,
+        # ``late_at``: their targets' positions among the candidates, so that a candidate
+        # reached many times is looked up once)
+        tgt, late, late_at = array("I"), array("Q"), array("I")
         marks, edges = array("Q"), bytearray()
         if record and self.progress_rec:
             marks_of, edge_class = spec.progress_marks, progress_edges_of(spec)
@@ -149,29 +155,32 @@ class _Worker:
                 if record:          # (emit too) one lookup: number, or new
                     t = number(f)
                     if t is None:
-                        late.append(len(tgt))
-                        late_fps.append(f)
-                        tgt.append(0)
-                        if f not in cand:
-                            cand[f] = s
+                        j = position(f)
+                        if j is None:
+                            j = cand[f] = len(found)
+                            found.append(s)
                             new_key(key)
+                        late.append(len(tgt))
+                        late_at.append(j)
+                        tgt.append(0)
                     else:
                         tgt.append(t)
                 elif emit and f != here and f not in cand and f not in ids:
-                    cand[f] = s
+                    cand[f] = len(found)
+                    found.append(s)
                     new_key(key)
                 key += 1
                 if wanted:
                     note_step_witnesses(witnesses_hit, scopes, wanted, reached, state, st, s)
         if emit:
-            self.cand = cand
+            self.cand = (cand, found)
         out = {"acount": acount, "reached": reached, "violations": violations,
                "flags_read": self.flags_read(), "stopped": stopped}
         if emit:
             out["parts"] = _split(cand, keys, self.number, self.workers)
         if record:
             out["rec"] = (self.idx[:len(status)], status, counts, marks, edges)
-            self.raw = (tgt, late, late_fps)    # finished by ``targets``
+            self.raw = (tgt, late, late_at, cand)   # finished by ``targets``
         return out
 
     def targets(self, wanted: bool = True):
@@ -181,10 +190,10 @@ class _Worker:
         raw, self.raw = self.raw, None
         if raw is None or not wanted:
             return None
-        tgt, late, late_fps = raw
-        number = self.ids.__getitem__
-        for at, f in zip(late, late_fps):
-            tgt[at] = number(f)
+        tgt, late, late_at, cand = raw
+        numbers = array("I", map(self.ids.__getitem__, cand))  # each candidate's, in order
+        for at, j in zip(late, late_at):
+            tgt[at] = numbers[j]
         return tgt
 
     def _number(self, level, offset: int) -> None:
@@ -218,11 +227,12 @@ class _Worker:
         go to (the driver forwards the blobs as they are), and the last expansion's
         ``targets`` (if ``number_targets``)."""
         self._number(level, offset)
-        cand = self.cand
-        self.cand = {}
+        cand, found = self.cand
+        self.cand = ({}, [])
         idx, fps = mine
-        self._pending = (idx, fps, [cand[f] for f in fps])
-        return ([pickle.dumps([cand[f] for f in part], pickle.HIGHEST_PROTOCOL) for part in give],
+        self._pending = (idx, fps, [found[cand[f]] for f in fps])
+        return ([pickle.dumps([found[cand[f]] for f in part], pickle.HIGHEST_PROTOCOL)
+                 for part in give],
                 self.targets(number_targets))
 
     def take(self, received, wanted_state: list, level=None):
@@ -251,7 +261,7 @@ class _Worker:
 
 
 def _split(cand: dict, keys: list, number: int, workers: int) -> list:
-    """A worker's candidates (fingerprint -> state, in discovery order; ``keys`` their
+    """A worker's candidates (fingerprints, in discovery order; ``keys`` their
     discovery keys) cut into the workers' ranges of fingerprints (worker j merges those from
     j * 2**64 / workers on): per range, the fingerprints and their tagged keys, ``key *
     workers + number``, which order as the keys do (no two states share a key) and name the

@@ -42,6 +42,7 @@ __all__ = ["ORDINARY", "FAULT", "TIMEOUT", "healthy", "owed", "answered", "regis
            "registration_done", "goals", "marks", "strict", "edge", "edges", "describe_goal"]
 
 ORDINARY, FAULT, TIMEOUT = 0, 1, 2      # edge classes (one byte per transition)
+TIMEOUT_ACTION = "channel_times_out_request"    # the one timeout step (F-19)
 
 
 def healthy(s: State, cfg: ModelConfig) -> bool:
@@ -177,12 +178,25 @@ def strict(cfg: ModelConfig) -> tuple:
 def edge(s: State, cfg: ModelConfig, st) -> int:
     if model_next.is_fault(s, cfg, st):
         return FAULT
-    return TIMEOUT if st.action == "channel_times_out_request" else ORDINARY
+    return TIMEOUT if st.action == TIMEOUT_ACTION else ORDINARY
+
+
+# per action its class where the action alone decides it (``edge``); a conditional fault's
+# depends on the state
+_EDGE_CLASS = {name: FAULT if name in model_next.FAULT_ACTIONS else
+               TIMEOUT if name == TIMEOUT_ACTION else ORDINARY
+               for name in model_next.ACTION_NAMES if name not in model_next.CONDITIONAL_FAULTS}
 
 
 def edges(s: State, cfg: ModelConfig, succ) -> list:
-    """``edge`` of each of a state's transitions ``succ``, asked for all at once."""
-    return [edge(s, cfg, st) for st, _ in succ]
+    """``edge`` of each of a state's transitions ``succ``, asked for all at once (the explorer
+    asks per expanded state: looked up per action, not derived per transition)."""
+    of = _EDGE_CLASS.get
+    out = []
+    for st, _ in succ:
+        c = of(st.action)
+        out.append(edge(s, cfg, st) if c is None else c)
+    return out
 
 
 def describe_goal(cfg: ModelConfig, goal: int) -> str:

@@ -50,6 +50,32 @@ def _met_without_fault(spec, start, goal):
 # same exploration that checks the safety properties (one search per configuration).
 
 
+def test_edges_classify_every_transition_as_edge_does():
+    """``edges`` (one lookup per action) gives ``edge``'s class for every transition of every
+    reachable state: faults, timeouts, ordinary steps and a KRaft election, a fault only
+    while the leader is alive."""
+    seen_classes = set()
+    for name in ("zk-forward-zombie", "kraft-forward-leader-change", "kraft-broker-failover"):
+        spec = KafkaSpec.named(name)
+        cfg = spec.cfg
+        seen, todo = set(spec.initial_states()), list(spec.initial_states())
+        while todo:
+            s = todo.pop()
+            succ = spec.successors(s)
+            want = [progress.edge(s, cfg, st) for st, _ in succ]
+            assert progress.edges(s, cfg, succ) == want, (name, s)
+            seen_classes.update((st.action, c) for (st, _), c in zip(succ, want))
+            for _, t in succ:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+    # both classes of the conditional fault, and the other classes, were compared
+    assert {("controller_becomes_leader", progress.FAULT),
+            ("controller_becomes_leader", progress.ORDINARY),
+            ("channel_times_out_request", progress.TIMEOUT)} <= seen_classes
+    assert {c for _, c in seen_classes} == {progress.ORDINARY, progress.FAULT, progress.TIMEOUT}
+
+
 def test_goals_are_owed_somewhere_on_the_tiny_configurations():
     """The check is not vacuous: on each tiny configuration with clients some state owes a
     client an answer, and with registration some state owes a pending RPC."""
