@@ -86,7 +86,7 @@ def _fault_kind(name: str) -> str:
     from model import next as model_next
     if name in model_next.FAULT_ACTIONS:
         return "fault"
-    if f'"{name}"' in inspect.getsource(model_next.is_fault):
+    if name in model_next.CONDITIONAL_FAULTS:
         return "progress or fault (see note)"
     return "progress"
 

@@ -35,7 +35,8 @@ from model.state import (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE,
                          CreateTopicsResponse, EnvelopeRequest, EnvelopeResponse,
                          Event, ForwardItem, Item, Msg, MutationRecord, Node, Record,
                          RegisterBrokerRecord, RegisterControllerRecord, RegistrationItem, Reply,
-                         Response, State, TopicCreationItem, TopicRecord, Write, replace)
+                         Response, State, TopicCreationItem, TopicRecord, Write, replace,
+                         with_nodes)
 
 RESPONSES = (ENVELOPE_RESPONSE, REGISTRATION_RESPONSE) + LIFECYCLE_RESPONSES + \
     (CREATE_TOPICS_RESPONSE,)
@@ -48,7 +49,7 @@ REQUESTS = (ENVELOPE_REQUEST, REGISTRATION_REQUEST) + LIFECYCLE_REQUESTS + (CREA
 def _set_node(s: State, n: int, node: Node) -> State:
     nodes = list(s.nodes)
     nodes[n] = node
-    return replace(s, nodes=tuple(nodes))
+    return with_nodes(s, tuple(nodes))
 
 
 def _respond(s: State, c: int, response: Response) -> State:
@@ -728,10 +729,9 @@ def broker_learns_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> S
     """A broker's metadata cache catches up with who the controller is: a ZK watch on
     /controller (Z-1), or the KRaft leader seen by its Raft client.  Late by design."""
     node = s.nodes[n]
-    if not node.alive or cfg.nodes[n].role != BROKER or node.session_expired:
-        return None
     truth = s.zk.controller if cfg.mode == ZK else s.quorum.leader
-    if node.known_controller == truth:
+    if (node.known_controller == truth or not node.alive or cfg.nodes[n].role != BROKER
+            or node.session_expired):
         return None
     return _set_node(s, n, replace(node, known_controller=truth))
 
@@ -740,7 +740,7 @@ def channel_discovers_controller(s: State, cfg: ModelConfig, d: Design, n: int) 
     """F-20: with no cached controller and work queued, ask the provider (F-15)."""
     node = s.nodes[n]
     ch = node.channel
-    if not node.alive or ch.cached != NO_NODE or not ch.queue:
+    if not ch.queue or ch.cached != NO_NODE or not node.alive:
         return None
     p = provider_controller(s, cfg, n)
     if p == NO_NODE:
@@ -754,7 +754,7 @@ def channel_sends_request(s: State, cfg: ModelConfig, d: Design, n: int) -> Stat
     dead controller means a failed connection: forget it (F-21.3)."""
     node = s.nodes[n]
     ch = node.channel
-    if not node.alive or ch.inflight or not ch.queue or ch.cached == NO_NODE:
+    if not ch.queue or ch.inflight or ch.cached == NO_NODE or not node.alive:
         return None
     if expired_item(s, cfg, d, n) is not None:
         return None
@@ -940,7 +940,7 @@ def controller_processes_event(s: State, cfg: ModelConfig, d: Design, n: int) ->
     /controller_epoch zkVersion it got at election; BADVERSION means the controller moved:
     ControllerMovedException, resign, answer NOT_CONTROLLER."""
     node = s.nodes[n]
-    if cfg.mode != ZK or not node.alive or not node.events:
+    if not node.events or cfg.mode != ZK or not node.alive:
         return None
     event, rest = node.events[0], node.events[1:]
     node = replace(node, events=rest)
@@ -1091,7 +1091,7 @@ def node_replays_record(s: State, cfg: ModelConfig, d: Design, n: int) -> State 
     """A node replays the next committed record, at its own pace.  A controller checks the
     registration for its ID (R-8): another incarnation means it is not registered."""
     node = s.nodes[n]
-    if cfg.mode != KRAFT or not node.alive or node.replayed >= len(s.quorum.log):
+    if node.replayed >= len(s.quorum.log) or cfg.mode != KRAFT or not node.alive:
         return None
     rec = s.quorum.log[node.replayed]
     node = replace(node, replayed=node.replayed + 1)
@@ -1305,7 +1305,7 @@ def broker_handles_session_expiry(s: State, cfg: ModelConfig, d: Design, n: int)
     With ZooKeeper broker registration the new session queues RegisterBrokerAndReelect
     (ZB-6), and a registerBroker of the old session still on its way fails with it."""
     node = s.nodes[n]
-    if cfg.mode != ZK or not node.alive or not node.session_expired:
+    if not node.session_expired or cfg.mode != ZK or not node.alive:
         return None
     node = replace(node, session_expired=False, zk_active=False, zk_epoch=-1,
                    zk_epoch_version=-1, known_controller=s.zk.controller)
@@ -1442,10 +1442,12 @@ def operator_bumps_ibp(s: State, cfg: ModelConfig, d: Design, n: int) -> State |
 def broker_elects_controller(s: State, cfg: ModelConfig, d: Design, n: int) -> State | None:
     """Z-1: with /controller gone, a broker creates the ephemeral /controller and bumps
     /controller_epoch by a CAS on its zkVersion, in one multi-op."""
-    node = s.nodes[n]
     zk = s.zk
+    if zk.controller != NO_NODE or s.elections_left <= 0:
+        return None
+    node = s.nodes[n]
     if (cfg.mode != ZK or cfg.nodes[n].role != BROKER or not node.alive or node.session_expired
-            or node.zk_active or zk.controller != NO_NODE or s.elections_left <= 0):
+            or node.zk_active):
         return None
     # election-keeps-epoch: the multi-op rewrites /controller_epoch with the value it holds
     # (the zkVersion still moves: ZooKeeper bumps it on every setData)
@@ -1472,8 +1474,8 @@ def controller_becomes_leader(s: State, cfg: ModelConfig, d: Design, c: int) -> 
     leader's uncommitted records are lost; if it is alive it fails their requests with
     NOT_CONTROLLER."""
     q = s.quorum
-    if (cfg.mode != KRAFT or cfg.nodes[c].role != CONTROLLER or not s.nodes[c].alive
-            or q.leader == c or s.elections_left <= 0):
+    if (s.elections_left <= 0 or q.leader == c or cfg.mode != KRAFT
+            or cfg.nodes[c].role != CONTROLLER or not s.nodes[c].alive):
         return None
     old = q.leader
     s = replace(s, quorum=replace(q, leader=c, epoch=q.epoch + 1, uncommitted=()),
@@ -1516,8 +1518,8 @@ def zk_expires_session(s: State, cfg: ModelConfig, d: Design, n: int) -> State |
     """Fault: ZooKeeper expires a node's session (the node keeps running, a zombie until it
     notices); its ephemeral /controller goes away."""
     node = s.nodes[n]
-    if (cfg.mode != ZK or cfg.nodes[n].role != BROKER or node.session_expired
-            or s.expiries_left <= 0):
+    if (s.expiries_left <= 0 or node.session_expired or cfg.mode != ZK
+            or cfg.nodes[n].role != BROKER):
         return None
     zk = s.zk
     if zk.controller == n:

@@ -26,7 +26,7 @@ def _one_pass(unknown_field):
                 values[index[name]] = changes[name]
         except KeyError:
             raise unknown_field(obj, [n for n in changes if n not in index]) from None
-        return _tuple_new(obj.__class__, values)
+        return _tuple_new(type(obj), values)
     return with_changes
 
 
@@ -531,6 +531,17 @@ class State(NamedTuple):
     restarts_left: int
     drops_left: int
     updates_left: int = 0           # dynamic listener updates (ZooKeeper broker registration)
+
+
+_NODES = State._fields.index("nodes")
+
+
+def with_nodes(s: State, nodes: tuple) -> State:
+    """``replace(s, nodes=nodes)``, built without keyword arguments: most steps end by
+    replacing a node, so this is the explorer's most frequent update."""
+    values = list(s)
+    values[_NODES] = nodes
+    return _tuple_new(type(s), values)
 
 
 # every record's ``_replace``: ValueError for an unknown name, as NamedTuple's own
