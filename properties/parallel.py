@@ -668,9 +668,9 @@ def _record(rec, parts: list, n: int) -> None:
                        edges[at:at + c] if rec.marks is not None else b"")
             at += c
     out, offsets = rec.targets, rec.offsets
-    for st, fps, mark, edge in rows:
+    for st, tgts, mark, edge in rows:
         rec.status.append(st)
-        out.extend(fps)
+        out.extend(tgts)
         offsets.append(len(out))
         if rec.marks is not None:
             rec.marks.append(mark)

@@ -6,15 +6,15 @@ variant's steps read.  The largest tiny configurations' correct designs are slow
 each twice here)."""
 from __future__ import annotations
 
+import pickle
+from array import array
+
 import pytest
 
 from bench.twophase import TwoPhaseSpec
 from model.configs import CONFIGS, TINY
 from properties.explore import explore
 from properties.kafka_spec import KafkaSpec
-import pickle
-from array import array
-
 from properties.parallel import (MAX_WORKERS, _balance, _merged, _split, default_workers,
                                  explore_parallel)
 

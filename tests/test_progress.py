@@ -45,6 +45,19 @@ def _met_without_fault(spec, start, goal):
     return False
 
 
+def _reachable(spec):
+    """Every reachable state of ``spec`` with its successors, once each."""
+    seen, todo = set(spec.initial_states()), list(spec.initial_states())
+    while todo:
+        s = todo.pop()
+        succ = spec.successors(s)
+        yield s, succ
+        for _, t in succ:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+
+
 # The correct design passes PROGRESS on every tiny configuration: asserted by
 # tests/test_tiny_configs.py::test_correct_design_holds_and_reaches_every_witness, from the
 # same exploration that checks the safety properties (one search per configuration).
@@ -58,17 +71,10 @@ def test_edges_classify_every_transition_as_edge_does():
     for name in ("zk-forward-zombie", "kraft-forward-leader-change", "kraft-broker-failover"):
         spec = KafkaSpec.named(name)
         cfg = spec.cfg
-        seen, todo = set(spec.initial_states()), list(spec.initial_states())
-        while todo:
-            s = todo.pop()
-            succ = spec.successors(s)
+        for s, succ in _reachable(spec):
             want = [progress.edge(s, cfg, st) for st, _ in succ]
             assert progress.edges(s, cfg, succ) == want, (name, s)
             seen_classes.update((st.action, c) for (st, _), c in zip(succ, want))
-            for _, t in succ:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
     # both classes of the conditional fault, and the other classes, were compared
     assert {("controller_becomes_leader", progress.FAULT),
             ("controller_becomes_leader", progress.ORDINARY),
@@ -82,15 +88,8 @@ def test_goals_are_owed_somewhere_on_the_tiny_configurations():
     for name in ("zk-forward-zombie", "kraft-forward-leader-change", "kraft-registration"):
         spec = KafkaSpec.named(name)
         owed = 0
-        seen, todo = set(spec.initial_states()), list(spec.initial_states())
-        while todo:
-            s = todo.pop()
-            m = spec.progress_marks(s)
-            owed |= m & 0x5555555555555555
-            for _, t in spec.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
+        for s, _ in _reachable(spec):
+            owed |= spec.progress_marks(s) & 0x5555555555555555
         goals = len(spec.cfg.clients) + (len(spec.cfg.controllers()) if spec.cfg.registration
                                         else 0)
         assert owed == sum(1 << (2 * g) for g in range(goals)), name
