@@ -14,6 +14,7 @@ and -7 only, one run.  Timings are measured here, never asserted in tests (DESIG
 Before and after, in one run::
 
     python -m bench.explore --baseline REV [--baseline-options JSON] [--options JSON]
+                            [--baseline-python PATH] [--python PATH]
                             [--kafka kraft-small,zk-small] [--kafka-max-states N] [--runs 3]
                             [--out bench/results/explore-compare.json]
 
@@ -23,7 +24,9 @@ process, and reports per side the medians of distinct states per CPU-second (the
 process's CPU time plus its worker processes', from ``explore`` called to returned), wall seconds
 and peak RSS, and the ratios of the medians (current / baseline).  ``--baseline HEAD`` with
 ``--baseline-options '{"pause_gc": false}'`` measures one option alone; ``--options
-'{"workers": 2}'`` runs the current side on two processes.
+'{"workers": 2}'`` runs the current side on two processes; ``--baseline-python PATH`` and
+``--python PATH`` run a side under another interpreter (with ``--baseline HEAD``: two
+interpreters on the same code; the JSON names each side's interpreter and how it was built).
 """
 from __future__ import annotations
 
@@ -149,7 +152,50 @@ def machine_info() -> dict:
         "platform": platform.platform(), "machine": platform.machine(),
         "processor": platform.processor(), "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "interpreter": _interpreter_facts(),
     }
+
+
+def _interpreter_facts() -> dict:
+    """How this interpreter was built, as far as it can tell: the same Python version runs the
+    model at different speeds by its build, so every figure names the interpreter.  Whether
+    libpython is a shared library is read from the process's own mappings (Linux; None
+    elsewhere); ``configure`` is what ``sysconfig`` says the build was configured with (a
+    distribution may build its executable apart from the library it describes)."""
+    import sysconfig
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as fh:
+            shared = any("libpython" in line for line in fh)
+    except OSError:
+        shared = None
+    return {"executable": os.path.realpath(sys.executable), "version": sys.version.split()[0],
+            "libpython_shared": shared,
+            "configure": sysconfig.get_config_var("CONFIG_ARGS") or ""}
+
+
+_FACTS = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
+          "from bench.explore import _interpreter_facts; print(json.dumps(_interpreter_facts()))")
+
+
+def interpreter(path: str | None) -> tuple[str, dict]:
+    """``path`` (None: this interpreter) checked to be a Python that runs the benchmark's code,
+    and its facts (``_interpreter_facts``).  ValueError with the reason otherwise."""
+    if path is None:
+        return sys.executable, _interpreter_facts()
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        out = subprocess.run([path, "-c", _FACTS, here], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ValueError(f"cannot run the interpreter {path!r}: {exc}") from None
+    if out.returncode != 0:
+        last = out.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise ValueError(f"the interpreter {path!r} failed (exit {out.returncode}): {last[0]}")
+    try:
+        return path, json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise ValueError(f"{path!r} is not a Python interpreter (it printed "
+                         f"{out.stdout.strip()[:60]!r})") from None
 
 
 # One exploration in a fresh interpreter whose sys.path starts at ROOT (this tree or the
@@ -180,9 +226,11 @@ print(json.dumps({"distinct": r.distinct, "generated": r.generated, "depth": r.d
 COMPARE_KEYS = ("distinct_per_cpu_second", "cpu_seconds", "wall_seconds", "peak_rss_mb")
 
 
-def _one_run(root: str, config: str, max_states: int, options: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", _ONE_RUN, root, config, str(max_states),
-                          json.dumps(options)], capture_output=True, text=True, cwd=root)
+def _one_run(root: str, config: str, max_states: int, options: dict,
+             python: str | None = None) -> dict:
+    out = subprocess.run([python or sys.executable, "-c", _ONE_RUN, root, config,
+                          str(max_states), json.dumps(options)],
+                         capture_output=True, text=True, cwd=root)
     if out.returncode != 0:
         raise RuntimeError(f"run in {root} failed (exit {out.returncode}): "
                            f"{out.stderr.strip().splitlines()[-1:] or ['no output']}")
@@ -211,6 +259,12 @@ def compare(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
+        pythons = {"baseline": interpreter(args.baseline_python),
+                   "current": interpreter(args.python)}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
         base_root, base_commit = _worktree(args.baseline, here)
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"error: cannot check out {args.baseline!r}: {exc}", file=sys.stderr)
@@ -225,7 +279,8 @@ def compare(args) -> int:
             for i in range(args.runs):
                 for side, (root, options) in sides.items():
                     try:
-                        r = _one_run(root, config, args.kafka_max_states, options)
+                        r = _one_run(root, config, args.kafka_max_states, options,
+                                     pythons[side][0])
                     except RuntimeError as exc:
                         print(f"error: {config} ({side}): {exc}", file=sys.stderr)
                         return 2
@@ -254,8 +309,9 @@ def compare(args) -> int:
            "timestamp": started.isoformat(timespec="seconds"),
            "wall_seconds": (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds(),
            "baseline": {"rev": args.baseline, "commit": base_commit,
-                        "options": sides["baseline"][1]},
-           "current": {"commit": git_commit(), "options": sides["current"][1]},
+                        "options": sides["baseline"][1], "interpreter": pythons["baseline"][1]},
+           "current": {"commit": git_commit(), "options": sides["current"][1],
+                       "interpreter": pythons["current"][1]},
            "runs_per_side": args.runs, "machine": machine_info(), "targets": results,
            "notes": notes}
     write_json(args.out, doc)
@@ -274,6 +330,8 @@ def compare(args) -> int:
         print(f"note: {note}")
     print(f"baseline {base_commit} {sides['baseline'][1] or ''}, current {git_commit()} "
           f"{sides['current'][1] or ''}; medians of {args.runs}; wrote {args.out}")
+    if args.python or args.baseline_python:
+        print(f"interpreters: baseline {pythons['baseline'][0]}, current {pythons['current'][0]}")
     return 1 if notes else 0
 
 
@@ -296,6 +354,12 @@ def main(argv=None) -> int:
                     help="explore() options for the baseline side (e.g. '{\"pause_gc\": false}')")
     ap.add_argument("--options", default="{}", metavar="JSON",
                     help="explore() options for the current side (e.g. '{\"workers\": 2}')")
+    ap.add_argument("--python", metavar="PATH",
+                    help="with --baseline: the interpreter of the current side (default: this "
+                         "one); with --baseline HEAD and --baseline-python, two interpreters on "
+                         "the same code")
+    ap.add_argument("--baseline-python", metavar="PATH",
+                    help="with --baseline: the interpreter of the baseline side")
     ap.add_argument("--options-change-counts", action="store_true",
                     help="the options change the state counts (e.g. a reduction): do not "
                          "report differing counts as an error")

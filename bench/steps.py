@@ -2,7 +2,8 @@
 
     python -m bench.steps [--config zk-small,kraft-small] [--depth 16] [--beam 10000]
                           [--sample 3000] [--seed 1] [--passes 15] [--rounds 3]
-                          [--baseline REV] [--out bench/results/steps.json]
+                          [--baseline REV] [--baseline-python PATH] [--python PATH]
+                          [--out bench/results/steps.json]
 
 Samples ``--sample`` states of each configuration from the level at ``--depth`` of a
 breadth-first search that keeps a seeded sample of at most ``--beam`` states per level (the
@@ -16,6 +17,9 @@ pass by up to half, and it only ever adds time, so the least is the cost.
 Each round is a fresh process.  With ``--baseline REV`` the code of commit ``REV`` (a temporary
 git worktree) and this tree alternate (baseline, current, ...) ``--rounds`` times each; the JSON
 has every round, the medians per side and the ratios of the medians (current / baseline).
+``--baseline-python PATH`` runs the baseline side under another interpreter, and without
+``--baseline`` on this tree's code: two interpreters on the same states (``--python``: this
+side's).  The JSON names both interpreters and how they were built.
 Timings are measured here, never asserted in tests (DESIGN section 9); whole-process figures
 come from ``kipcheck explore`` itself.
 """
@@ -29,7 +33,7 @@ import statistics
 import subprocess
 import sys
 
-from bench.explore import _worktree, git_commit, machine_info, write_json
+from bench.explore import _worktree, git_commit, interpreter, machine_info, write_json
 
 KEYS = ("successors_us", "violation_us", "hash_us")
 
@@ -76,8 +80,8 @@ print(json.dumps(out))
 """
 
 
-def _measure(root: str, config: str, args) -> dict:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, root, config, str(args.depth),
+def _measure(root: str, config: str, args, python: str) -> dict:
+    out = subprocess.run([python, "-c", _MEASURE, root, config, str(args.depth),
                           str(args.beam), str(args.sample), str(args.seed), str(args.passes)],
                          capture_output=True, text=True, cwd=root)
     if out.returncode != 0:
@@ -102,6 +106,11 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=15, help="timed passes per measurement")
     ap.add_argument("--rounds", type=int, default=3, help="processes per side")
     ap.add_argument("--baseline", metavar="REV")
+    ap.add_argument("--python", metavar="PATH",
+                    help="the interpreter of this tree's side (default: this one)")
+    ap.add_argument("--baseline-python", metavar="PATH",
+                    help="the baseline side's interpreter; without --baseline, this tree's "
+                         "code under it (two interpreters on the same code)")
     ap.add_argument("--out", default="bench/results/steps.json")
     args = ap.parse_args(argv)
     for name, value in (("--depth", args.depth), ("--beam", args.beam), ("--sample", args.sample),
@@ -116,7 +125,15 @@ def main(argv=None) -> int:
     except UnknownName as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        python, python_facts = interpreter(args.python)
+        base_python, base_facts = interpreter(args.baseline_python)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     base_root = base_commit = None
+    if args.baseline_python and not args.baseline:
+        base_root, base_commit = here, git_commit()
     if args.baseline:
         try:
             base_root, base_commit = _worktree(args.baseline, here)
@@ -128,14 +145,17 @@ def main(argv=None) -> int:
     doc = {"benchmark": "steps", "commit": git_commit(), "baseline": base_commit,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "machine": machine_info(), "depth": args.depth, "beam": args.beam, "sample": args.sample,
-           "seed": args.seed, "passes": args.passes, "configs": {}}
+           "seed": args.seed, "passes": args.passes,
+           "interpreter": python_facts,
+           "baseline_interpreter": base_facts if base_root is not None else None,
+           "configs": {}}
     try:
         for config in configs:
             current, baseline = [], []
             for r in range(args.rounds):
                 if base_root is not None:
-                    baseline.append(_measure(base_root, config, args))
-                current.append(_measure(here, config, args))
+                    baseline.append(_measure(base_root, config, args, base_python))
+                current.append(_measure(here, config, args, python))
                 print(f"{config} round {r + 1}: current "
                       + "  ".join(f"{k} {current[-1][k]:.2f}" for k in KEYS)
                       + ("" if base_root is None else "  | baseline "
@@ -150,7 +170,7 @@ def main(argv=None) -> int:
                                         == baseline[0]["sample_checksum"])
             doc["configs"][config] = entry
     finally:
-        if base_root is not None:
+        if base_root is not None and base_root != here:
             subprocess.run(["git", "worktree", "remove", "--force", base_root], cwd=here,
                            capture_output=True)
     write_json(args.out, doc)
@@ -160,7 +180,7 @@ def main(argv=None) -> int:
         if "ratio" in entry:
             line += "  ratio " + "  ".join(f"{k} {entry['ratio'][k]:.3f}" for k in KEYS)
             if not entry["same_sample"]:
-                line += "  (the two commits sampled different states)"
+                line += "  (the two sides sampled different states)"
         print(line)
     print(f"wrote {args.out}")
     return 0

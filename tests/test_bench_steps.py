@@ -4,6 +4,9 @@ asserted."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 
 from bench import steps
 
@@ -38,3 +41,27 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     assert steps.main(SMALL_RUN + ["--sample", "0", "--out", str(tmp_path / "x.json")]) == 2
     assert "--sample must be at least 1" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_two_interpreters_on_the_same_code_sample_the_same_states(tmp_path):
+    # --baseline-python without --baseline: this tree's code on both sides, the JSON naming
+    # each side's interpreter (here the same one, so the samples must agree)
+    doc = _run(tmp_path, "i.json", "--baseline-python", sys.executable)
+    entry = doc["configs"]["zk-forward-zombie"]
+    assert entry["same_sample"] is True
+    assert set(entry["ratio"]) == set(steps.KEYS)
+    assert doc["baseline"] == doc["commit"]
+    for side in ("interpreter", "baseline_interpreter"):
+        assert doc[side]["executable"] == os.path.realpath(sys.executable)
+        assert doc[side]["version"] == sys.version.split()[0]
+
+
+def test_an_interpreter_that_is_not_python_exits_2(tmp_path, capsys):
+    out = tmp_path / "x.json"
+    assert steps.main(SMALL_RUN + ["--baseline-python", str(tmp_path / "none"),
+                                   "--out", str(out)]) == 2
+    assert "cannot run the interpreter" in capsys.readouterr().err
+    assert steps.main(SMALL_RUN + ["--python", shutil.which("false") or "/bin/false",
+                                   "--out", str(out)]) == 2
+    assert "failed (exit 1)" in capsys.readouterr().err
+    assert not out.exists()
