@@ -161,16 +161,23 @@ def _interpreter_facts() -> dict:
     model at different speeds by its build, so every figure names the interpreter.  Whether
     libpython is a shared library is read from the process's own mappings (Linux; None
     elsewhere); ``configure`` is what ``sysconfig`` says the build was configured with (a
-    distribution may build its executable apart from the library it describes)."""
+    distribution may build its executable apart from the library it describes).  Paths under
+    the user's home are written from ``~`` (``home_relative``): the results are committed."""
     import sysconfig
     try:
         with open("/proc/self/maps", encoding="utf-8") as fh:
             shared = any("libpython" in line for line in fh)
     except OSError:
         shared = None
-    return {"executable": os.path.realpath(sys.executable), "version": sys.version.split()[0],
-            "libpython_shared": shared,
-            "configure": sysconfig.get_config_var("CONFIG_ARGS") or ""}
+    return {"executable": home_relative(os.path.realpath(sys.executable)),
+            "version": sys.version.split()[0], "libpython_shared": shared,
+            "configure": home_relative(sysconfig.get_config_var("CONFIG_ARGS") or "")}
+
+
+def home_relative(text: str) -> str:
+    """``text`` with every occurrence of the user's home directory written as ``~``."""
+    home = os.path.expanduser("~").rstrip("/")
+    return text.replace(home + "/", "~/") if home else text
 
 
 _FACTS = ("import json, sys; sys.path.insert(0, sys.argv[1]); "

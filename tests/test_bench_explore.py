@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from bench import explore as bench_explore
+from bench.explore import home_relative
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +28,7 @@ def test_interpreter_facts_name_this_interpreter():
     path, facts = bench_explore.interpreter(sys.executable)
     assert path == sys.executable
     assert facts == bench_explore.interpreter(None)[1]
-    assert facts["executable"] == os.path.realpath(sys.executable)
+    assert facts["executable"] == home_relative(os.path.realpath(sys.executable))
     assert facts["version"] == sys.version.split()[0]
     assert facts["libpython_shared"] in (True, False, None)
     assert bench_explore.machine_info()["interpreter"] == facts
@@ -44,8 +45,9 @@ def test_compare_runs_both_sides_under_the_interpreters_named(tmp_path, capsys):
     # the same counts on both sides (HEAD's model and this tree's are the same model)
     assert target["distinct"]["baseline"] == target["distinct"]["current"] == 2690
     assert doc["notes"] == []
+    this = home_relative(os.path.realpath(sys.executable))
     for side in ("baseline", "current"):
-        assert doc[side]["interpreter"]["executable"] == os.path.realpath(sys.executable)
+        assert doc[side]["interpreter"]["executable"] == this
         assert target["runs"][side][0]["cpu_seconds"] > 0
     assert "interpreters: baseline" in capsys.readouterr().out
 
@@ -57,3 +59,10 @@ def test_a_bad_interpreter_exits_2_before_any_run(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot run the interpreter" in err and "no-python" in err
     assert not out.exists()
+
+
+def test_paths_under_home_are_written_from_tilde(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert home_relative("--prefix=/home/someone/.pyenv/x /home/someoneelse/y") == \
+        "--prefix=~/.pyenv/x /home/someoneelse/y"
+    assert home_relative("/usr/bin/python3.11") == "/usr/bin/python3.11"

@@ -9,6 +9,7 @@ import shutil
 import sys
 
 from bench import steps
+from bench.explore import home_relative
 
 SMALL_RUN = ["--config", "zk-forward-zombie", "--depth", "4", "--beam", "60", "--sample", "25",
              "--passes", "1", "--rounds", "1"]
@@ -52,7 +53,7 @@ def test_two_interpreters_on_the_same_code_sample_the_same_states(tmp_path):
     assert set(entry["ratio"]) == set(steps.KEYS)
     assert doc["baseline"] == doc["commit"]
     for side in ("interpreter", "baseline_interpreter"):
-        assert doc[side]["executable"] == os.path.realpath(sys.executable)
+        assert doc[side]["executable"] == home_relative(os.path.realpath(sys.executable))
         assert doc[side]["version"] == sys.version.split()[0]
 
 
