@@ -300,8 +300,10 @@ class TwoPhaseSpec:
             # The packed state is its own (injective, deterministic) fingerprint; operator.index
             # is a C function returning its int argument unchanged.
             self.fingerprint = operator.index
+            self.fingerprint_is_state = True    # properties.spec.states_are_fingerprints
         elif fingerprint == "mix":
             self.fingerprint = _mix64
+            self.fingerprint_is_state = False
         else:
             raise ValueError(f"unknown fingerprint kind {fingerprint!r}")
 

@@ -62,7 +62,10 @@ that reads the step is still wanted.  An optional
 Performance notes (CPython 3.11): the hot loop (``_expand_fast``) costs per transition one
 ``fingerprint`` call, one dict probe and one per-action counter update; a transition whose
 fingerprint is that of its source (a stuttering self-loop) is skipped before the dict probe.
-Symmetry, graph export and per-transition witnesses use ``_expand_general``.
+Symmetry, graph export and per-transition witnesses use ``_expand_general``.  A spec whose
+states are their own fingerprints (packed ints, ``properties.spec.states_are_fingerprints``)
+uses ``_expand_packed``: no fingerprint call and one candidate dict instead of two (on
+TwoPhase-8 0.78x the time of ``_expand_fast``: whole process, median of 7 pairs).
 """
 from __future__ import annotations
 
@@ -78,7 +81,8 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from model.step import Step
-from properties.spec import note_step_witnesses, progress_edges_of, witness_scopes
+from properties.spec import (note_step_witnesses, progress_edges_of, states_are_fingerprints,
+                             witness_scopes)
 
 __all__ = ["ExploreResult", "ReplayError", "explore", "replay", "write_dot", "write_graphml",
            "GRAPH_LIMIT"]
@@ -351,6 +355,29 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
     return nxt, npar, None
 
 
+def _expand_packed(cur, successors, violation, acount, tick, on_violation):
+    """``_expand_fast`` for a spec whose states are their own fingerprints
+    (``properties.spec.states_are_fingerprints``): no fingerprint call, no mask, and one dict,
+    the candidates' parent indices, whose keys are the candidate states themselves."""
+    npar: dict = {}
+    n_cur = len(cur)
+    for start in range(0, n_cur, _CHUNK):
+        end = min(start + _CHUNK, n_cur)
+        for idx in range(start, end):
+            state = cur[idx]
+            succ = successors(state)
+            v = violation(state, succ)
+            if v is not None and on_violation(v, idx):
+                return npar, npar, idx
+            for st, s in succ:
+                acount[st.action] += 1
+                if s != state and s not in npar:
+                    npar[s] = idx
+        if tick is not None and tick(end, npar):
+            return npar, npar, STOPPED
+    return npar, npar, None
+
+
 def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation,
                     settled, rec, rec_fns=None):
     """``_expand_fast`` that also records, for the whole-graph checks (properties/graphcheck.py),
@@ -506,6 +533,7 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
     canonical = spec.canonical if symmetry else None
     describe = getattr(spec, "describe", None) or str
     M = _MASK
+    packed = not symmetry and states_are_fingerprints(spec)
 
     acount = {a: 0 for a in spec.action_names()}
     witness_ids = tuple(spec.witness_ids())
@@ -548,7 +576,8 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
     def commit_level(cand: dict, cpar: dict, dups=None) -> list:
         """Store the candidates minus ``dups``; return their states in stored (sorted) order."""
         order = sorted(cand.keys() - dups if dups else cand)
-        states = list(map(cand.__getitem__, order))
+        # a packed spec's candidates are keyed by the states themselves (``_expand_packed``)
+        states = order if packed else list(map(cand.__getitem__, order))
         visited.add_level(order, list(map(cpar.__getitem__, order)))
         st["distinct"] += len(order)
         if len(order) > st["peak"]:
@@ -645,6 +674,9 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
             nxt, npar, stopped = _expand_checked(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
                 on_violation, settled, rec, rec_fns)
+        elif packed:
+            nxt, npar, stopped = _expand_packed(cur_states, successors, violation, acount, tick,
+                                                on_violation)
         else:
             nxt, npar, stopped = _expand_fast(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,

@@ -46,6 +46,14 @@ class Spec(Protocol):
         """A deterministic 64-bit fingerprint of ``state``."""
 
 
+def states_are_fingerprints(spec) -> bool:
+    """Optional protocol extension: a spec with ``fingerprint_is_state = True`` promises that
+    every state is an ``int`` in [0, 2**64) and is its own fingerprint (``fingerprint(s) ==
+    s``: a packed state, injective, so it has no collisions).  The explorer then neither calls
+    ``fingerprint`` nor keeps a second copy of the candidate states."""
+    return getattr(spec, "fingerprint_is_state", False) is True
+
+
 def witness_scopes(spec) -> dict:
     """Witness ID -> where the engines look for it: ``()`` for a state predicate (its
     ``witnesses_hit`` reads only ``nxt``: checked once per distinct state, initial states

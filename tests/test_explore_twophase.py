@@ -7,6 +7,7 @@ from bench.twophase import (ACTIONS, FLAWS, TwoPhaseSpec, decode, slow_successor
                             type_ok)
 from model.step import Step
 from properties.explore import explore, replay
+from properties.spec import states_are_fingerprints
 
 # TLC / Stateright reachable-state counts, and the RM-symmetry quotient counts computed here and
 # cross-checked below by canonicalizing every reachable state.
@@ -98,6 +99,48 @@ def test_fingerprints_are_deterministic_64_bit():
 def test_mix_fingerprint_gives_the_same_counts():
     assert explore(TwoPhaseSpec(5, fingerprint="mix")).distinct == COUNTS[5]
     assert explore(TwoPhaseSpec(5, fingerprint="mix"), symmetry=True).distinct == SYMMETRY_COUNTS[5]
+
+
+class _Unpacked:
+    """A TwoPhase spec that does not say its states are their own fingerprints: the explorer
+    takes its ordinary hot loop (``_expand_fast``) instead of ``_expand_packed``."""
+
+    def __init__(self, spec):
+        self._spec = spec
+        self.fingerprint_is_state = False
+
+    def __getattr__(self, name):
+        return getattr(self._spec, name)
+
+
+@pytest.mark.parametrize("flaw", FLAWS)
+@pytest.mark.parametrize("options", [{}, {"max_states": 3_000}, {"max_depth": 9},
+                                     {"stop_at_violation": False}])
+def test_packed_states_explore_as_fingerprinted_ones(flaw, options):
+    """``fingerprint_is_state`` (the explorer's packed path) changes nothing but time: the
+    counts, the levels, the cut of ``max_states``, the stored fingerprints and the trace are
+    those of the ordinary path on the same spec."""
+    packed = TwoPhaseSpec(5, flaw=flaw)
+    assert states_are_fingerprints(packed)
+    plain = _Unpacked(TwoPhaseSpec(5, flaw=flaw))
+    assert not states_are_fingerprints(plain)
+    a = explore(packed, keep_fingerprints=True, **options)
+    b = explore(plain, keep_fingerprints=True, **options)
+    timings = {"seconds": 0, "distinct_per_second": 0, "generated_per_second": 0,
+               "peak_frontier_bytes": 0}   # the packed path keeps one dict fewer
+    assert a.to_dict() | timings == b.to_dict() | timings
+    assert a.peak_frontier_bytes <= b.peak_frontier_bytes
+    assert a.fingerprints == b.fingerprints
+    assert a.violating_state == b.violating_state
+    if flaw is None and not options:
+        assert a.distinct == COUNTS[5]
+    if flaw is not None:
+        assert a.violation == "TCConsistent" and a.trace
+
+
+def test_only_the_identity_fingerprint_is_packed():
+    assert states_are_fingerprints(TwoPhaseSpec(3))
+    assert not states_are_fingerprints(TwoPhaseSpec(3, fingerprint="mix"))
 
 
 def test_transition_scope_witnesses_agree_with_state_scope():
