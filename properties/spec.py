@@ -49,8 +49,10 @@ class Spec(Protocol):
 def states_are_fingerprints(spec) -> bool:
     """Optional protocol extension: a spec with ``fingerprint_is_state = True`` promises that
     every state is an ``int`` in [0, 2**64) and is its own fingerprint (``fingerprint(s) ==
-    s``: a packed state, injective, so it has no collisions).  The explorer then neither calls
-    ``fingerprint`` nor keeps a second copy of the candidate states."""
+    s``: a packed state, injective, so it has no collisions).  The one-process explorer's hot
+    loop then neither calls ``fingerprint`` nor keeps a second copy of the candidate states
+    (``properties.explore._expand_packed``); its other loops and the parallel engine still
+    call ``fingerprint``, which must agree."""
     return getattr(spec, "fingerprint_is_state", False) is True
 
 
