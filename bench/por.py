@@ -1,6 +1,7 @@
 """How far partial-order reduction can shrink the Kafka model (issue 18, item 2).
 
-    python -m bench.por [--config NAME[,NAME...]] [--variant NAME] [--relax none,netlen,now]
+    python -m bench.por [--config NAME[,NAME...]] [--variant NAME]
+                        [--relax none,netlen,now,invisible,quorum] [--bounds JSON]
                         [--out bench/results/por.json]
 
 For each configuration (default: kraft-forward-leader-change and zk-forward-zombie):
@@ -23,28 +24,38 @@ For each configuration (default: kraft-forward-leader-change and zk-forward-zomb
 Footprints measured on the very space explored are the smallest any declaration could be, so
 the reduction measured is an upper bound for a sound static one.  ``--relax`` drops, unsoundly,
 to see what stands in the way: ``netlen`` the reads of the network's size (``max_in_flight``)
-and the visibility of network locations; ``now`` also the reads of the clock.  Per
+and the visibility of network locations; ``now`` also the reads of the clock; ``invisible``
+also every step's visibility (no property or witness is preserved: the bound of any reduction
+of this dependence relation); ``quorum`` also every read and write of the metadata store
+(ZooKeeper's znodes, and the KRaft quorum: the metadata log, its leader, the uncommitted
+records).  Per
 configuration and level the JSON has both state counts, the ratio, how many states had a usable
 stubborn set, and the commonest reasons the closures failed (the enabled class that made a
-seed's closure unusable).  Exit 1 when a verdict differs with and without reduction.
+seed's closure unusable).  ``--bounds '{"max_time": 2, ...}'`` replaces those bounds of every
+configuration (its name gets ``-cut``): the shapes of kraft-small and zk-small, whose whole spaces
+are too large to record footprints on, at bounds that fit.  Exit 1 when a verdict differs with
+and without reduction; 2 on bad options.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import datetime as _dt
+import json
 import sys
 import time
 
 from bench.explore import git_commit, machine_info, write_json
 from model import next as N
+from model.config import ModelConfig
 from model.next import CLIENT_ARG, MSG_ARG, NODE_ARG, NONE_ARG
 from properties import footprint as FP
 from properties import registry as R
 from properties.kafka_spec import KafkaSpec
 
 DEFAULT_CONFIGS = ("kraft-forward-leader-change", "zk-forward-zombie")
-RELAX_LEVELS = ("none", "netlen", "now")
+RELAX_LEVELS = ("none", "netlen", "now", "invisible", "quorum")
 N_KINDS = 10
 
 
@@ -135,10 +146,12 @@ class Reducer:
                 classes += [(action, "client", a) for a in args]
         self.classes = classes
         drop = set()
-        if relax in ("netlen", "now"):
+        if relax != "none":
             drop.add(FP.NETLEN)
-        if relax == "now":
+        if relax in ("now", "invisible", "quorum"):
             drop.add(("s", "now"))
+        keep = ((lambda locs: frozenset(x for x in locs if x[0] not in ("quorum", "zk")))
+                if relax == "quorum" else (lambda locs: locs))
         fps = {}
         for c in classes:
             own, src, client = self._roles(c)
@@ -148,7 +161,7 @@ class Reducer:
             w = self._expand([x for x, m in writes[c[0]].items() if m == "w"], own, src, client)
             add = self._expand([x for x, m in writes[c[0]].items() if m == "add"], own, src,
                                client) - w
-            fps[c] = (r - drop, w - drop, add - drop)
+            fps[c] = (keep(r - drop), keep(w - drop), keep(add - drop))
         self.fps = fps
         self.dep = {x: {y for y in classes if self._dependent(x, y)} for x in classes}
         self.nes = {x: {y for y in classes if (fps[y][1] | fps[y][2]) & fps[x][0]}
@@ -162,6 +175,8 @@ class Reducer:
         named = {a for w in cfg.witnesses for a in R.WITNESSES[w].steps}
         self.invisible = {c for c in classes
                           if c[0] not in named and not ((fps[c][1] | fps[c][2]) & visible)}
+        if relax in ("invisible", "quorum"):
+            self.invisible = set(classes)
 
     def _roles(self, c):
         kind = self.kind_of[c[0]]
@@ -271,8 +286,17 @@ def bfs(spec, reducer=None, why=None):
     return len(seen), violation, levels, reduced
 
 
-def run(config: str, relax: str, measured: dict, variant: str | None = None) -> dict:
+def _spec(config: str, variant: str | None, bounds: dict | None):
     spec = KafkaSpec.named(config, variant)
+    if not bounds:
+        return spec
+    return KafkaSpec(dataclasses.replace(spec.cfg, name=config + "-cut", **bounds), spec.design,
+                     spec.variant)
+
+
+def run(config: str, relax: str, measured: dict, variant: str | None = None,
+        bounds: dict | None = None) -> dict:
+    spec = _spec(config, variant, bounds)
     if config not in measured:
         t0 = time.process_time()
         measured[config] = measure_footprints(spec) + (time.process_time() - t0,)
@@ -281,7 +305,8 @@ def run(config: str, relax: str, measured: dict, variant: str | None = None) -> 
     why: collections.Counter = collections.Counter()
     full = bfs(spec)
     red = bfs(spec, reducer, why)
-    return {"config": config, "variant": variant or "correct", "relax": relax,
+    return {"config": spec.cfg.name, "variant": variant or "correct", "relax": relax,
+            "bounds": bounds or {},
             "footprint_states": states,
             "footprint_cpu_seconds": round(seconds, 1),
             "classes": len(reducer.classes), "invisible_classes": len(reducer.invisible),
@@ -297,8 +322,22 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=",".join(DEFAULT_CONFIGS))
     ap.add_argument("--variant", default=None, help="a design variant (default: correct)")
     ap.add_argument("--relax", default=",".join(RELAX_LEVELS))
+    ap.add_argument("--bounds", default=None,
+                    help="JSON object of ModelConfig bounds to replace, e.g. '{\"max_time\": 2}'")
     ap.add_argument("--out", default="bench/results/por.json")
     args = ap.parse_args(argv)
+    bounds = None
+    if args.bounds is not None:
+        try:
+            bounds = json.loads(args.bounds)
+            if not isinstance(bounds, dict):
+                raise ValueError("not a JSON object")
+            unknown = sorted(set(bounds) - {f.name for f in dataclasses.fields(ModelConfig)})
+            if unknown:
+                raise ValueError(f"no such ModelConfig field: {unknown[0]}")
+        except ValueError as e:
+            print(f"bench.por: --bounds: {e}", file=sys.stderr)
+            return 2
     relax = args.relax.split(",")
     bad = [r for r in relax if r not in RELAX_LEVELS]
     if bad:
@@ -308,14 +347,17 @@ def main(argv=None) -> int:
     results, measured = [], {}
     for config in args.config.split(","):
         try:
-            KafkaSpec.named(config, args.variant)
+            _spec(config, args.variant, bounds).cfg.validate()
         except KeyError as e:
             print(f"bench.por: {e.args[0] if e.args else e}", file=sys.stderr)
             return 2
+        except (TypeError, ValueError) as e:
+            print(f"bench.por: --bounds: {e}", file=sys.stderr)
+            return 2
         for level in relax:
-            r = run(config, level, measured, args.variant)
+            r = run(config, level, measured, args.variant, bounds)
             results.append(r)
-            print(f"{config}[{r['variant']}]".ljust(44)
+            print(f"{r['config']}[{r['variant']}]".ljust(44)
                   + f" relax={level:7} full {r['full_states']:>9,}  reduced "
                   f"{r['reduced_states']:>9,}  x{r['reduction']:<6} stubborn sets at "
                   f"{r['states_with_stubborn_set']:,} states; violation "

@@ -105,3 +105,37 @@ def test_bench_por_bad_input(capsys):
     assert por.main(["--relax", "sometimes"]) == 2
     assert "unknown --relax" in capsys.readouterr().err
     assert por.main(["--config", "no-such-config"]) == 2
+
+
+def test_bench_por_relax_levels(tmp_path):
+    """Every relax level runs and records itself; ``invisible`` and ``quorum`` make every class
+    invisible; on zk-forward-zombie the loosest level reduces where the sound one does not
+    (the levels act: docs/performance.md has the figures)."""
+    out = tmp_path / "por.json"
+    assert por.main(["--config", "zk-forward-zombie", "--out", str(out)]) == 0
+    rows = {r["relax"]: r for r in json.loads(out.read_text())["results"]}
+    assert list(rows) == list(por.RELAX_LEVELS)
+    for level in ("invisible", "quorum"):
+        assert rows[level]["invisible_classes"] == rows[level]["classes"]
+    assert rows["none"]["invisible_classes"] < rows["none"]["classes"]
+    assert rows["none"]["reduced_states"] == rows["none"]["full_states"]
+    assert rows["quorum"]["reduced_states"] < rows["quorum"]["full_states"]
+    assert all(r["verdict_reduced"] is None for r in rows.values())
+
+
+def test_bench_por_bounds_cut_a_configuration(tmp_path):
+    out = tmp_path / "por.json"
+    bounds = {"max_elections": 0, "max_session_expiries": 0, "max_time": 1}
+    assert por.main(["--config", "zk-small", "--bounds", json.dumps(bounds), "--relax",
+                     "none", "--out", str(out)]) == 0
+    [r] = json.loads(out.read_text())["results"]
+    assert r["config"] == "zk-small-cut" and r["bounds"] == bounds
+    assert r["full_states"] == r["footprint_states"] == 290
+
+
+def test_bench_por_bad_bounds(capsys):
+    assert por.main(["--config", "zk-small", "--bounds", '{"max_tim": 2}']) == 2
+    assert "no such ModelConfig field: max_tim" in capsys.readouterr().err
+    assert por.main(["--config", "zk-small", "--bounds", "[2]"]) == 2
+    assert por.main(["--config", "zk-small", "--bounds", '{"max_time": -1}']) == 2
+    assert "max_time must be >= 0" in capsys.readouterr().err
