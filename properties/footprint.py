@@ -1,9 +1,10 @@
 """What a step or a clause of the Kafka model really reads and writes, measured.
 
-Partial-order reduction (``properties/por.py``) trusts the footprints that ``model/footprint.py``
-declares.  This module measures them, so that a test can check every declaration against the
-model's behaviour on the reachable states (tests/test_footprint.py), and so that ``--por`` can
-check the writes of every step it takes.
+A partial-order reduction may trust only footprints it can check.  This module measures them
+on states (tests/test_footprint.py checks it against the model's records), and
+``bench/por.py`` collects them over a whole reachable space to bound what a reduction by
+stubborn sets could gain on the model (docs/performance.md: too little for ``--por`` to be
+offered).
 
 Locations are tuples:
 
