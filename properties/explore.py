@@ -66,6 +66,14 @@ Symmetry, graph export and per-transition witnesses use ``_expand_general``.  A 
 states are their own fingerprints (packed ints, ``properties.spec.states_are_fingerprints``)
 uses ``_expand_packed``: no fingerprint call and one candidate dict instead of two (on
 TwoPhase-8 0.78x the time of ``_expand_fast``: whole process, median of 7 pairs).
+
+Incremental checks (``properties.spec.incremental_checks``; the Kafka model under the correct
+design, properties/incremental.py): when a candidate is first found, the hot loops note the
+token of the transition that found it (what the step changed, or "everything" when its source
+violated something), and a state with a token is checked by ``violation_since``, which asks only
+the ALWAYS clauses that read something the step changed.  Initial states, and the states of a
+level after one expanded by ``_expand_general`` (symmetry, graph export, per-transition
+witnesses), are checked in full.
 """
 from __future__ import annotations
 
@@ -81,8 +89,8 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from model.step import Step
-from properties.spec import (note_step_witnesses, progress_edges_of, states_are_fingerprints,
-                             witness_scopes)
+from properties.spec import (incremental_checks, note_step_witnesses, progress_edges_of,
+                             states_are_fingerprints, witness_scopes)
 
 __all__ = ["ExploreResult", "ReplayError", "explore", "replay", "write_dot", "write_graphml",
            "GRAPH_LIMIT"]
@@ -96,6 +104,8 @@ _SMALL_SHARE = 512              # max(_SMALL_LEVEL, distinct / _SMALL_SHARE) sta
 STOPPED = -1                    # what an expansion returns when asked to stop (no violation)
 INTERRUPTED = "interrupted"     # stop reasons of a search asked to stop: Ctrl-C, the time budget
 MAX_SECONDS = "max_seconds"
+_EVERY = -1                     # the token that asks every check (properties.spec)
+_NO_TOKENS = (None, None, None, None, None)     # ``incr`` of an expansion without tokens
 
 
 class Stopper:
@@ -324,23 +334,30 @@ class Visited:
                 + sum(getsizeof(a) for a in self.runs if id(a) not in level_ids))
 
 
-def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation):
+def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation,
+                 incr=_NO_TOKENS):
     """Expand one level: no symmetry, no graph, no per-transition witnesses (the hot loop).
 
     ``cur_fps[i]`` is the fingerprint of ``cur[i]``: a successor with the same fingerprint is a
     self-loop and is skipped before the dict lookup (they are common: stuttering steps).
     Returns (candidates fp -> state, candidates fp -> parent index, index of the violating state
-    that stopped the expansion or None).  Transitions are counted only in ``acount``."""
+    that stopped the expansion or None).  Transitions are counted only in ``acount``.
+
+    ``incr`` (``_tokens``): a spec's incremental checks (``properties.spec.incremental_checks``):
+    ``cur[i]`` is checked with ``violation_since`` and its token ``toks[i]`` where there are
+    tokens, and each candidate gets the token of the transition that found it in ``ntok``."""
     nxt: dict = {}
     npar: dict = {}
     M = _MASK
     n_cur = len(cur)
+    changes, violation_since, toks, ntok, interned = incr
     for start in range(0, n_cur, _CHUNK):
         end = min(start + _CHUNK, n_cur)
         for idx in range(start, end):
             state = cur[idx]
             succ = successors(state)
-            v = violation(state, succ)
+            v = (violation(state, succ) if toks is None
+                 else violation_since(state, succ, toks[idx]))
             if v is not None and on_violation(v, idx):
                 return nxt, npar, idx
             here = cur_fps[idx]
@@ -350,6 +367,9 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
                 if f != here and f not in nxt:
                     nxt[f] = s
                     npar[f] = idx
+                    if ntok is not None:
+                        t = changes(state, s) if v is None else _EVERY
+                        ntok[f] = interned(t, t)
         if tick is not None and tick(end, nxt):
             return nxt, npar, STOPPED
     return nxt, npar, None
@@ -379,12 +399,13 @@ def _expand_packed(cur, successors, violation, acount, tick, on_violation):
 
 
 def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, tick, on_violation,
-                    settled, rec, rec_fns=None):
+                    settled, rec, rec_fns=None, incr=_NO_TOKENS):
     """``_expand_fast`` that also records, for the whole-graph checks (properties/graphcheck.py),
     each state's status (``settled`` here is ``graphcheck.status_of(spec)``: OPEN, SETTLED or
     DEADLOCKED) and the fingerprints of all its successors; for PROGRESS (``rec.marks``), the
     state's goal marks and each transition's class (``rec_fns``: the spec's
-    ``progress_marks`` and ``spec.progress_edges_of(spec)``)."""
+    ``progress_marks`` and ``spec.progress_edges_of(spec)``); ``incr`` as for
+    ``_expand_fast``."""
     nxt: dict = {}
     npar: dict = {}
     M = _MASK
@@ -394,12 +415,14 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
     offsets = rec.offsets
     marks, edges_of = rec.marks, rec.edge
     marks_of, edge_class = rec_fns if marks is not None else (None, None)
+    changes, violation_since, toks, ntok, interned = incr
     for start in range(0, n_cur, _CHUNK):
         end = min(start + _CHUNK, n_cur)
         for idx in range(start, end):
             state = cur[idx]
             succ = successors(state)
-            v = violation(state, succ)
+            v = (violation(state, succ) if toks is None
+                 else violation_since(state, succ, toks[idx]))
             if v is not None and on_violation(v, idx):
                 return nxt, npar, idx
             bits.append(settled(state, succ))
@@ -414,6 +437,9 @@ def _expand_checked(cur, cur_fps, successors, violation, fingerprint, acount, ti
                 if f != here and f not in nxt:
                     nxt[f] = s
                     npar[f] = idx
+                    if ntok is not None:
+                        t = changes(state, s) if v is None else _EVERY
+                        ntok[f] = interned(t, t)
             offsets.append(len(out))
         if tick is not None and tick(end, nxt):
             return nxt, npar, STOPPED
@@ -534,6 +560,7 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
     describe = getattr(spec, "describe", None) or str
     M = _MASK
     packed = not symmetry and states_are_fingerprints(spec)
+    incr_fns = incremental_checks(spec)
 
     acount = {a: 0 for a in spec.action_names()}
     witness_ids = tuple(spec.witness_ids())
@@ -658,12 +685,18 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
         stop_reason = "max_states"
     cur_states = commit_level(cand, cpar) if cand else []
     del cand, cpar
+    cur_toks = None                 # the tokens of the level's states, where it has them
 
     # ---- level loop ----------------------------------------------------------------------------
     while cur_states:
         depth = st["depth"]
         n_cur = len(cur_states)
         per_transition = bool(wanted)
+        ntok = None
+        incr = _NO_TOKENS
+        if incr_fns is not None and not (symmetry or graph or per_transition or packed):
+            ntok = {}
+            incr = (incr_fns[0], incr_fns[1], cur_toks, ntok, {}.setdefault)
         if symmetry or graph or per_transition:
             nxt, npar, stopped = _expand_general(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
@@ -673,14 +706,14 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
         elif rec is not None:
             nxt, npar, stopped = _expand_checked(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
-                on_violation, settled, rec, rec_fns)
+                on_violation, settled, rec, rec_fns, incr)
         elif packed:
             nxt, npar, stopped = _expand_packed(cur_states, successors, violation, acount, tick,
                                                 on_violation)
         else:
             nxt, npar, stopped = _expand_fast(
                 cur_states, fp_levels[depth], successors, violation, fingerprint, acount, tick,
-                on_violation)
+                on_violation, incr)
         if stopped == STOPPED:
             complete = False                                # the level is dropped unfinished
             stop_reason = stopper.reason
@@ -709,9 +742,11 @@ def _explore(spec, symmetry, max_states, max_depth, progress, graph, stop_at_vio
             dups = None
             complete = False
             stop_reason = "max_states"
-        cur_states = None                                   # free the expanded level first
+        cur_states = cur_toks = None                        # free the expanded level first
         cur_states = commit_level(nxt, npar, dups)
-        del nxt, npar, dups
+        if ntok is not None:
+            cur_toks = list(map(ntok.__getitem__, fp_levels[-1]))
+        del nxt, npar, dups, ntok, incr
         st["depth"] = depth + 1
     cur_states = None
     seconds = time.perf_counter() - t0

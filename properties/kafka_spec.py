@@ -6,7 +6,7 @@ from model.actions import time_pending
 from model.config import VARIANTS, Design, ModelConfig, design_for
 from model.configs import CONFIGS, SMALL
 from model.symmetry import canonical
-from properties import progress, registry
+from properties import incremental, progress, registry
 from properties.graphcheck import DEADLOCKED, OPEN, SETTLED
 from properties.outstanding import outstanding
 
@@ -70,6 +70,12 @@ class KafkaSpec:
         # variants pay for it)
         self._model_design = watched(design) if self._flags_on else design
         self._progress_goals = progress.goals(cfg)
+        # The explorer asks a state only the ALWAYS clauses that read what the step into it
+        # changed (properties/incremental.py).  Not under a variant: a flag may lead a helper
+        # the clauses call down a path that reads more than the correct design's code does;
+        # nor for a subclass with its own ``violation``, which ``violation_since`` would skip.
+        self.checks_incrementally = (not self._flags_on
+                                     and type(self).violation is KafkaSpec.violation)
 
     def flags_unreached(self) -> tuple:
         """The flags that are on and that no step taken so far has read: their branches were
@@ -106,6 +112,13 @@ class KafkaSpec:
 
     def violation(self, state, succ):
         found = registry.first_violation(state, self.cfg, self.design, succ)
+        return None if found is None else found[0]
+
+    # properties.spec.incremental_checks: what a step changed, and the check that uses it
+    changes = staticmethod(incremental.changes)
+
+    def violation_since(self, state, succ, changed: int):
+        found = registry.first_violation(state, self.cfg, self.design, succ, changed)
         return None if found is None else found[0]
 
     def cut(self, state) -> bool:

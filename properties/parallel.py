@@ -52,8 +52,9 @@ from itertools import repeat
 from operator import floordiv, mod
 
 from properties.explore import (MAX_SECONDS, ExploreResult, Stopper, Visited, _finish, _fmt,
-                                _rebuild_trace, _MASK)
-from properties.spec import note_step_witnesses, progress_edges_of, witness_scopes
+                                _rebuild_trace, _EVERY, _MASK)
+from properties.spec import (incremental_checks, note_step_witnesses, progress_edges_of,
+                             witness_scopes)
 
 __all__ = ["explore_parallel", "default_workers"]
 
@@ -90,14 +91,20 @@ class _Worker:
         self.idx = array("Q")       # the global indices of its states, increasing
         self.fps = array("Q")       # their fingerprints
         self.states: list = []
-        # the last expansion's candidates: fingerprint -> position, and their states in
-        # discovery order
-        self.cand: tuple = ({}, [])
+        # incremental checks (properties.spec.incremental_checks; not with symmetry): each
+        # state's token, from the transition that first found it (None: every check)
+        incr = incremental_checks(spec) if not symmetry else None
+        self.changes, self.violation_since = incr if incr is not None else (None, None)
+        self.toks = None
+        # the last expansion's candidates: fingerprint -> position, and their states (and
+        # tokens, or None) in discovery order
+        self.cand: tuple = ({}, [], None)
         # every visited fingerprint -> its state number (``keep`` adds each level's): which
         # successors are new, and the recorded transitions' targets as state numbers
         self.ids: dict = {}
         self.raw = None             # the last recorded expansion's targets, to finish
-        self._pending = (array("Q"), array("Q"), [])    # kept by ``keep``, ordered by ``take``
+        # kept by ``keep`` (indices, fingerprints, states, tokens), ordered by ``take``
+        self._pending = (array("Q"), array("Q"), [], None)
 
     def expand(self, wanted: list, stop: bool, below: int | None = None, emit: bool = True,
                seconds_left: float | None = None):
@@ -114,6 +121,10 @@ class _Worker:
         cand: dict = {}             # fingerprint -> its position in ``found``
         found: list = []            # the candidates' states, in discovery order
         keys: list = []             # their discovery keys, in the same order
+        changes, violation_since = self.changes, self.violation_since
+        toks = self.toks if changes is not None else None
+        found_tok = [] if changes is not None and emit else None    # their tokens
+        interned = {}.setdefault
         position = cand.get
         new_key = keys.append
         record = self.record and emit
@@ -137,7 +148,7 @@ class _Worker:
                 stopped = True
                 break
             succ = successors(state)
-            v = violation(state, succ)
+            v = violation(state, succ) if toks is None else violation_since(state, succ, toks[k])
             if v is not None:
                 violations.append((idx, v))
                 if stop:
@@ -160,6 +171,9 @@ class _Worker:
                             j = cand[f] = len(found)
                             found.append(s)
                             new_key(key)
+                            if found_tok is not None:
+                                t = changes(state, s) if v is None else _EVERY
+                                found_tok.append(interned(t, t))
                         late.append(len(tgt))
                         late_at.append(j)
                         tgt.append(0)
@@ -169,11 +183,14 @@ class _Worker:
                     cand[f] = len(found)
                     found.append(s)
                     new_key(key)
+                    if found_tok is not None:
+                        t = changes(state, s) if v is None else _EVERY
+                        found_tok.append(interned(t, t))
                 key += 1
                 if wanted:
                     note_step_witnesses(witnesses_hit, scopes, wanted, reached, state, st, s)
         if emit:
-            self.cand = (cand, found)
+            self.cand = (cand, found, found_tok)
         out = {"acount": acount, "reached": reached, "violations": violations,
                "flags_read": self.flags_read(), "stopped": stopped}
         if emit:
@@ -227,11 +244,15 @@ class _Worker:
         go to (the driver forwards the blobs as they are), and the last expansion's
         ``targets`` (if ``number_targets``)."""
         self._number(level, offset)
-        cand, found = self.cand
-        self.cand = ({}, [])
+        cand, found, found_tok = self.cand
+        self.cand = ({}, [], None)
         idx, fps = mine
-        self._pending = (idx, fps, [found[cand[f]] for f in fps])
-        return ([pickle.dumps([found[cand[f]] for f in part], pickle.HIGHEST_PROTOCOL)
+
+        def tokens(part):
+            return None if found_tok is None else [found_tok[cand[f]] for f in part]
+        self._pending = (idx, fps, [found[cand[f]] for f in fps], tokens(fps))
+        return ([pickle.dumps(([found[cand[f]] for f in part], tokens(part)),
+                              pickle.HIGHEST_PROTOCOL)
                  for part in give],
                 self.targets(number_targets))
 
@@ -241,11 +262,11 @@ class _Worker:
         the level's fingerprints, to note as visited (level 0; ``keep`` notes the others')."""
         if level is not None:
             self._number(level, 0)
-        idx, fps, states = self._pending
-        self._pending = (array("Q"), array("Q"), [])
+        idx, fps, states, toks = self._pending
+        self._pending = (array("Q"), array("Q"), [], None)
         if received:
-            idx, fps, states = _merged(idx, fps, states, received)
-        self.idx, self.fps, self.states = idx, fps, states
+            idx, fps, states, toks = _merged(idx, fps, states, toks, received)
+        self.idx, self.fps, self.states, self.toks = idx, fps, states, toks
         hits: list = []
         left = list(wanted_state)
         if left:
@@ -274,18 +295,24 @@ def _split(cand: dict, keys: list, number: int, workers: int) -> list:
     return parts
 
 
-def _merged(idx: array, fps: array, states: list, received: list):
-    """A worker's own share (``idx`` increasing, as ``keep`` gets it) with the states passed
-    on to it (``[(index array, fingerprint array, pickled)]``), in increasing index order.
+def _merged(idx: array, fps: array, states: list, toks, received: list):
+    """A worker's own share (``idx`` increasing, as ``keep`` gets it; ``toks`` its states'
+    tokens or None) with the states passed on to it (``[(index array, fingerprint array,
+    pickled (states, tokens or None))]``), in increasing index order.
 
     Few states move (the surplus of a level), so the received ones are sorted alone and
     inserted by slices: linear in the share, not a sort of it."""
-    r_idx, r_fps, r_states = [], [], []
+    r_idx, r_fps, r_states, r_toks = [], [], [], []
     for i, f, blob in received:
         r_idx += i
         r_fps += f
-        r_states += pickle.loads(blob)
-    out_idx, out_fps, out_states = array("Q"), array("Q"), []
+        got, got_toks = pickle.loads(blob)
+        r_states += got
+        if got_toks is None:
+            toks = None                 # every worker has tokens or none has
+        else:
+            r_toks += got_toks
+    out_idx, out_fps, out_states, out_toks = array("Q"), array("Q"), [], []
     at = 0
     for j in sorted(range(len(r_idx)), key=r_idx.__getitem__):
         i = r_idx[j]
@@ -296,11 +323,17 @@ def _merged(idx: array, fps: array, states: list, received: list):
         out_idx.append(i)
         out_fps.append(r_fps[j])
         out_states.append(r_states[j])
+        if toks is not None:
+            out_toks += toks[at:to]
+            out_toks.append(r_toks[j])
         at = to
     out_idx += idx[at:]
     out_fps += fps[at:]
     out_states += states[at:]
-    return out_idx, out_fps, out_states
+    if toks is None:
+        return out_idx, out_fps, out_states, None
+    out_toks += toks[at:]
+    return out_idx, out_fps, out_states, out_toks
 
 
 def _serve(conn, spec, symmetry, record, progress_rec, stop, number, workers) -> None:
@@ -505,7 +538,8 @@ def _explore_parallel(spec, workers, symmetry, max_states, max_depth, progress,
             per[pos % workers].append((pos, f, init[first[f]]))
         answers = pool.call("take", [
             ([(array("Q", [p for p, _, _ in mine]), array("Q", [f for _, f, _ in mine]),
-               pickle.dumps([s for _, _, s in mine], pickle.HIGHEST_PROTOCOL))] if mine else [],
+               pickle.dumps(([s for _, _, s in mine], None), pickle.HIGHEST_PROTOCOL))]
+              if mine else [],
              wanted_state, visited.fp_levels[0]) for mine in per])
         _note_state_hits(answers, wanted_state, reached)
 

@@ -28,6 +28,7 @@ from model.state import (BROKER_HEARTBEAT_RESPONSE, BROKER_REGISTRATION_CHANGE,
                          CREATE_TOPICS_RESPONSE, TOPIC_RECORD,
                          UNRESOLVED_ENDPOINTS, State)
 from model.step import Step
+from properties import incremental
 
 ALWAYS, QUIESCENT = "always", "quiescent"
 
@@ -1313,6 +1314,62 @@ PROPERTY_IDS = tuple(p.id for p in PROPERTIES)
 BY_ID = {p.id: p for p in PROPERTIES}
 
 _ALWAYS = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind == ALWAYS)
+
+# What each ALWAYS clause reads of a state, on every path through its code and the helpers it
+# calls (properties/incremental.py names the locations; node and client fields of any index).
+# The explorer asks a state only the clauses that read what the step into it changed.  A clause
+# not listed here reads everything (it is asked in every state); tests/test_incremental.py
+# checks every entry against what the clause reads on the reachable states of the named
+# configurations.  A clause whose code is changed to read more must say so here.
+READS = {
+    "zk-writes-carry-current-epoch": ("zk.writes",),
+    "active-controller-won-its-epoch": ("node.alive", "node.zk_active", "node.zk_epoch",
+                                        "zk.epoch_holders"),
+    "zk-writes-by-epoch-holder": ("zk.writes",),
+    "kraft-controller-sole-zk-writer": ("zk.writes",),
+    "active-controller-owns-controller-znode": ("zk.controller", "zk.epoch", "node.alive",
+                                                "node.zk_active", "node.session_expired",
+                                                "node.zk_epoch"),
+    "log-has-one-writer-per-epoch": ("quorum.log",),
+    "log-appended-by-current-leader": ("quorum.uncommitted", "quorum.leader", "quorum.epoch"),
+    "envelope-never-nested": ("network",),
+    "forward-ends-by-deadline": ("now", "node.alive", "node.channel"),
+    "forwarder-forgets-not-controller": ("node.alive", "node.channel", "node.not_controller_from"),
+    "registered-only-if-log-agrees": ("node.alive", "node.registered_in_log", "node.replayed",
+                                      "node.incarnation", "quorum.log"),
+    "registered-if-log-agrees": ("node.alive", "node.registered_in_log", "node.replayed",
+                                 "node.incarnation", "quorum.log"),
+    "registration-names-incarnation-it-ran": ("quorum.log", "quorum.uncommitted",
+                                              "node.incarnation"),
+    "one-registration-request-outstanding": ("node.alive", "node.incarnation", "network",
+                                             "quorum.uncommitted"),
+    "mutations-authorized-as-client": ("zk.writes", "quorum.log"),
+    "envelopes-only-from-trusted-senders": ("zk.writes", "quorum.log"),
+    "endpoints-on-request-listener": ("client.responses",),
+    "listener-not-found-only-where-leader-lacks-it": ("client.responses",),
+    "broker-describe-lists-itself": ("client.responses",),
+    "returned-endpoints-are-resolved": ("client.responses",),
+    "describe-lists-registered-endpoints": ("quorum.log", "client.responses"),
+    "acknowledged-mutation-is-durable": ("client.responses", "zk.writes", "quorum.log"),
+    "clients-never-see-envelope-errors": ("client.responses",),
+    "unknown-server-error-only-for-envelope-errors": ("client.responses",),
+    "advertised-versions-within-controller": ("node.alive", "node.ctrl_versions"),
+    "envelopes-applied-only-where-accepted": ("zk.writes", "quorum.log", "quorum.uncommitted"),
+    "client-envelopes-only-on-privileged-listener": ("zk.writes",),
+    "registrations-from-cluster-action": ("quorum.log", "quorum.uncommitted"),
+    "controller-describe-requires-alter": ("client.responses",),
+    "broker-epoch-changes-with-incarnation": ("quorum.log", "quorum.uncommitted"),
+    "current-broker-never-told-stale": ("network", "node.alive", "node.incarnation",
+                                        "node.broker_epoch"),
+    "broker-fenced-only-after-session-expired": ("quorum.log", "quorum.uncommitted"),
+    "created-topics-pass-policy": ("quorum.log", "quorum.uncommitted"),
+    "auto-creation-refusal-reaches-client": ("client.responses",),
+    "registered-brokers-support-finalized-features": ("quorum.log", "quorum.uncommitted"),
+    "supported-brokers-not-refused": ("network", "quorum.log", "quorum.uncommitted"),
+    "at-most-one-final-response": ("client.responses",),
+    "forwarded-request-answered-by-deadline": ("client.forwarded", "client.responses",
+                                               "client.sent_at", "node.channel", "now"),
+}
 _QUIESCENT = tuple((p.id, c) for p in PROPERTIES for c in p.clauses if c.kind == QUIESCENT)
 
 # What a report of a violation shows of the violating state, per clause: the parts of the
@@ -1395,13 +1452,25 @@ def describe_violation(cfg: ModelConfig, design: Design, state: State, prop_id: 
     return describe_fields(cfg, design, state, fields)
 
 
-def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list) -> tuple | None:
+def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list,
+                    changed: int | None = None) -> tuple | None:
     """(property ID, clause name) of the first violated clause in registry order, or None.
-    ``succ`` is successors(s): quiescent clauses are checked only when ``s`` is quiescent."""
+    ``succ`` is successors(s): quiescent clauses are checked only when ``s`` is quiescent.
+    ``changed`` (properties/incremental.py): ``s`` was reached by a step that changed only
+    these locations from a state where every ALWAYS clause held; the ALWAYS clauses that read
+    none of them hold here too and are not asked."""
     plan = cfg.__dict__.get("_registry_plan")
     if plan is None or plan[0] is not _ALWAYS or plan[1] is not _QUIESCENT:
         plan = cfg.__dict__["_registry_plan"] = _clause_plan(cfg)
-    for holds, pid, name in plan[2]:
+    always = plan[2]
+    if changed is not None:
+        asked = plan[4]
+        always = asked.get(changed)
+        if always is None:
+            always = asked[changed] = tuple(
+                (holds, pid, name) for (holds, pid, name), reads in zip(plan[2], plan[5])
+                if reads & changed)
+    for holds, pid, name in always:
         if not holds(s, cfg, d):
             return pid, name
     if plan[3] and quiescent(s, cfg, d, succ):
@@ -1414,12 +1483,17 @@ def first_violation(s: State, cfg: ModelConfig, d: Design, succ: list) -> tuple 
 def _clause_plan(cfg: ModelConfig) -> tuple:
     """(``_ALWAYS``, ``_QUIESCENT``, then of each, in order, (holds, property ID, clause name)
     for the clauses that apply to ``cfg``): those that do not hold in every state of it, as
-    their ``applies`` says.  Kept on the configuration with the tuples it was made from (a
-    test that takes a clause out installs new ones)."""
+    their ``applies`` says; then the ALWAYS clauses asked per mask of changed locations, and
+    what each ALWAYS clause reads (``READS``).  Kept on the configuration with the tuples it
+    was made from (a test that takes a clause out installs new ones)."""
     def plan(clauses):
         return tuple((c.holds, pid, c.name) for pid, c in clauses
                      if c.applies is None or c.applies(cfg))
-    return _ALWAYS, _QUIESCENT, plan(_ALWAYS), plan(_QUIESCENT)
+    always = plan(_ALWAYS)
+    # for incremental checks: the clauses asked per mask of changed locations (filled as
+    # masks come), and each ALWAYS clause's mask of what it reads
+    reads = tuple(incremental.mask_of(READS.get(name)) for _, _, name in always)
+    return _ALWAYS, _QUIESCENT, always, plan(_QUIESCENT), {}, reads
 
 
 # ------------------------------------------------------------------------------------------

@@ -56,6 +56,18 @@ def states_are_fingerprints(spec) -> bool:
     return getattr(spec, "fingerprint_is_state", False) is True
 
 
+def incremental_checks(spec):
+    """Optional protocol extension: ``(changes, violation_since)`` where a spec with
+    ``checks_incrementally = True`` offers them, else None.  ``changes(prev, nxt)`` is an int
+    token of what a transition changed; ``violation_since(state, succ, token)`` is
+    ``violation(state, succ)`` for a state reached by a transition of that token from a state
+    where ``violation`` found nothing (properties/incremental.py).  The one-process explorer
+    uses them; a token of -1 (every bit) asks every check."""
+    if getattr(spec, "checks_incrementally", False) is not True:
+        return None
+    return spec.changes, spec.violation_since
+
+
 def witness_scopes(spec) -> dict:
     """Witness ID -> where the engines look for it: ``()`` for a state predicate (its
     ``witnesses_hit`` reads only ``nxt``: checked once per distinct state, initial states

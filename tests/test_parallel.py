@@ -129,12 +129,27 @@ def test_split_cuts_the_candidates_into_the_workers_ranges():
 
 def test_merged_puts_the_states_passed_on_in_index_order():
     own = (array("Q", [1, 4, 5, 9]), array("Q", [10, 40, 50, 90]), ["a", "d", "e", "i"])
-    received = [(array("Q", [8, 0]), array("Q", [80, 0]), pickle.dumps(["h", "z"])),
-                (array("Q", [6]), array("Q", [60]), pickle.dumps(["f"]))]
-    idx, fps, states = _merged(*own, received)
+    received = [(array("Q", [8, 0]), array("Q", [80, 0]), pickle.dumps((["h", "z"], None))),
+                (array("Q", [6]), array("Q", [60]), pickle.dumps((["f"], None)))]
+    idx, fps, states, toks = _merged(*own, None, received)
     assert list(idx) == [0, 1, 4, 5, 6, 8, 9]
     assert list(fps) == [0, 10, 40, 50, 60, 80, 90]
     assert states == ["z", "a", "d", "e", "f", "h", "i"]
+    assert toks is None
+
+
+def test_merged_keeps_each_state_with_its_token():
+    """The incremental checks' tokens (properties/incremental.py) travel with their states;
+    where one side has none, the merged share has none (every clause is asked)."""
+    own = (array("Q", [1, 4]), array("Q", [10, 40]), ["a", "d"], [11, 14])
+    received = [(array("Q", [8, 0]), array("Q", [80, 0]), pickle.dumps((["h", "z"], [18, 10]))),
+                (array("Q", [2]), array("Q", [20]), pickle.dumps((["b"], [12])))]
+    idx, fps, states, toks = _merged(*own, received)
+    assert states == ["z", "a", "b", "d", "h"]
+    assert toks == [10, 11, 12, 14, 18]
+    received[1] = (array("Q", [2]), array("Q", [20]), pickle.dumps((["b"], None)))
+    assert _merged(*own, received)[3] is None
+    assert _merged(*own[:3], None, received[:1])[3] is None
 
 
 def test_bad_worker_counts():
