@@ -10,9 +10,12 @@ breadth-first search that keeps a seeded sample of at most ``--beam`` states per
 states the explorer expands in the middle of a search; deterministic for a seed, so two commits
 whose steps are the same sample the same states, which the JSON's ``sample_checksum`` shows).
 Then times, per state, ``successors``, the property check (``violation``: the ALWAYS clauses,
-and the quiescent ones where they apply) and hashing the successors (the fingerprint), each the
-least of ``--passes`` passes over the sample: this machine's noise comes in bursts that slow a
-pass by up to half, and it only ever adds time, so the least is the cost.
+and the quiescent ones where they apply), hashing the successors (the fingerprint) and the
+explorer's incremental check (``incremental_us``: what the step from the state it was found
+from changed, then ``violation_since``; ``changes_us`` the first part alone; None for a commit
+before properties/incremental.py), each the least of ``--passes`` passes over the sample: this
+machine's noise comes in bursts that slow a pass by up to half, and it only ever adds time, so
+the least is the cost.
 
 Each round is a fresh process.  With ``--baseline REV`` the code of commit ``REV`` (a temporary
 git worktree) and this tree alternate (baseline, current, ...) ``--rounds`` times each; the JSON
@@ -35,7 +38,7 @@ import sys
 
 from bench.explore import _worktree, git_commit, interpreter, machine_info, write_json
 
-KEYS = ("successors_us", "violation_us", "hash_us")
+KEYS = ("successors_us", "violation_us", "hash_us", "incremental_us", "changes_us")
 
 # One measurement in a fresh interpreter whose sys.path starts at ROOT (this tree or the
 # baseline's worktree).  argv: ROOT, configuration, depth, beam, sample size, seed, passes.
@@ -47,20 +50,28 @@ gc.disable()
 spec = KafkaSpec.named(sys.argv[2])
 depth, beam, size, seed, passes = map(int, sys.argv[3:8])
 rng = random.Random(seed)
-level, seen = list(spec.initial_states()), set()
+level, seen, parent = list(spec.initial_states()), set(), {}
 for _ in range(depth):
     nxt = []
+    found_from = {}
     for s in level:
         for _, t in spec.successors(s):
             if t not in seen:
                 seen.add(t)
                 nxt.append(t)
+                found_from[t] = s
     if not nxt:
         break
     level = nxt if len(nxt) <= beam else rng.sample(nxt, beam)
+    parent = found_from
 states = level if len(level) <= size else rng.sample(level, size)
 succ_of = spec.successors
 succs = [succ_of(s) for s in states]
+try:
+    from properties.spec import incremental_checks
+    incr = incremental_checks(spec)
+except ImportError:                 # a commit before incremental checks
+    incr = None
 def per_state(fn):
     times = []
     for _ in range(passes):
@@ -73,6 +84,12 @@ out = {
     "successors_us": per_state(lambda: [succ_of(s) for s in states]),
     "violation_us": per_state(lambda: [violation(s, sc) for s, sc in zip(states, succs)]),
     "hash_us": per_state(lambda: [[hash(t) for _, t in sc] for sc in succs]),
+    # the explorer's check of a state it found from ``parent[s]``: the token of the step, then
+    # the clauses that read what it changed (properties/incremental.py); None before them
+    "incremental_us": None if incr is None or not parent else per_state(
+        lambda: [incr[1](s, sc, incr[0](parent[s], s)) for s, sc in zip(states, succs)]),
+    "changes_us": None if incr is None or not parent else per_state(
+        lambda: [incr[0](parent[s], s) for s in states]),
     "successors_per_state": sum(map(len, succs)) / len(states),
     "sample_checksum": sum(hash(s) for s in states) & (2**64 - 1),
 }
@@ -90,8 +107,14 @@ def _measure(root: str, config: str, args, python: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _num(value, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def _medians(rounds: list) -> dict:
-    return {k: statistics.median(r[k] for r in rounds) for k in KEYS}
+    return {k: statistics.median(r[k] for r in rounds) if all(r.get(k) is not None
+                                                              for r in rounds) else None
+            for k in KEYS}
 
 
 def main(argv=None) -> int:
@@ -157,15 +180,17 @@ def main(argv=None) -> int:
                     baseline.append(_measure(base_root, config, args, base_python))
                 current.append(_measure(here, config, args, python))
                 print(f"{config} round {r + 1}: current "
-                      + "  ".join(f"{k} {current[-1][k]:.2f}" for k in KEYS)
+                      + "  ".join(f"{k} {_num(current[-1][k])}" for k in KEYS)
                       + ("" if base_root is None else "  | baseline "
-                         + "  ".join(f"{k} {baseline[-1][k]:.2f}" for k in KEYS)), flush=True)
+                         + "  ".join(f"{k} {_num(baseline[-1][k])}" for k in KEYS)), flush=True)
             entry = {"current": current, "current_median": _medians(current)}
             if baseline:
                 entry["baseline"] = baseline
                 entry["baseline_median"] = _medians(baseline)
-                entry["ratio"] = {k: entry["current_median"][k] / entry["baseline_median"][k]
-                                  for k in KEYS}
+                entry["ratio"] = {
+                    k: (None if None in (entry["current_median"][k], entry["baseline_median"][k])
+                        else entry["current_median"][k] / entry["baseline_median"][k])
+                    for k in KEYS}
                 entry["same_sample"] = (current[0]["sample_checksum"]
                                         == baseline[0]["sample_checksum"])
             doc["configs"][config] = entry
@@ -176,9 +201,9 @@ def main(argv=None) -> int:
     write_json(args.out, doc)
     for config, entry in doc["configs"].items():
         med = entry["current_median"]
-        line = f"{config}: " + "  ".join(f"{k} {med[k]:.2f}" for k in KEYS)
+        line = f"{config}: " + "  ".join(f"{k} {_num(med[k])}" for k in KEYS)
         if "ratio" in entry:
-            line += "  ratio " + "  ".join(f"{k} {entry['ratio'][k]:.3f}" for k in KEYS)
+            line += "  ratio " + "  ".join(f"{k} {_num(entry['ratio'][k], 3)}" for k in KEYS)
             if not entry["same_sample"]:
                 line += "  (the two sides sampled different states)"
         print(line)
