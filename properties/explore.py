@@ -343,9 +343,11 @@ def _expand_fast(cur, cur_fps, successors, violation, fingerprint, acount, tick,
     Returns (candidates fp -> state, candidates fp -> parent index, index of the violating state
     that stopped the expansion or None).  Transitions are counted only in ``acount``.
 
-    ``incr`` (``_tokens``): a spec's incremental checks (``properties.spec.incremental_checks``):
-    ``cur[i]`` is checked with ``violation_since`` and its token ``toks[i]`` where there are
-    tokens, and each candidate gets the token of the transition that found it in ``ntok``."""
+    ``incr``: ``_NO_TOKENS``, or a spec's incremental checks
+    (``properties.spec.incremental_checks``) as (changes, violation_since, toks, ntok,
+    interned): ``cur[i]`` is checked by ``violation_since`` with its token ``toks[i]`` (when
+    ``toks`` is not None), and each candidate gets in ``ntok`` the token of the transition that
+    first found it (``interned`` shares equal tokens)."""
     nxt: dict = {}
     npar: dict = {}
     M = _MASK

@@ -75,7 +75,7 @@ def test_every_always_clause_declares_what_it_reads():
         "each ALWAYS clause declares the state locations it reads in registry.READS "
         "(properties/incremental.py lists them)")
     for name, reads in R.READS.items():
-        I.mask_of(reads)                    # every name is a location
+        assert I.mask_of(reads), name        # every name is a location; not empty
         assert len(set(reads)) == len(reads), name
 
 
