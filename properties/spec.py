@@ -61,8 +61,9 @@ def incremental_checks(spec):
     ``checks_incrementally = True`` offers them, else None.  ``changes(prev, nxt)`` is an int
     token of what a transition changed; ``violation_since(state, succ, token)`` is
     ``violation(state, succ)`` for a state reached by a transition of that token from a state
-    where ``violation`` found nothing (properties/incremental.py).  The one-process explorer
-    uses them; a token of -1 (every bit) asks every check."""
+    where ``violation`` found nothing (properties/incremental.py).  The explorer uses them, in
+    one process and in its workers (not with symmetry; ``explore --spark`` does not); a token
+    of -1 (every bit) asks every check."""
     if getattr(spec, "checks_incrementally", False) is not True:
         return None
     return spec.changes, spec.violation_since

@@ -166,9 +166,23 @@ def _pair(config, variant=None, **options):
 
 
 @pytest.mark.parametrize("config", TINY)
-def test_correct_design_explores_alike(config):
-    a, b = _pair(config)
-    _same(a, b)
+def test_correct_design_is_checked_incrementally(config, monkeypatch):
+    """A default exploration of the correct design asks its states with masks (the wiring is
+    on), and its result is the one of asking every clause."""
+    asked = {True: 0, False: 0}
+    real = R.first_violation
+
+    def counting(s, cfg, d, succ, changed=None):
+        asked[changed is not None] += 1
+        return real(s, cfg, d, succ, changed)
+    monkeypatch.setattr(R, "first_violation", counting)
+    on = explore(KafkaSpec.named(config))
+    assert asked[True] > 0
+    off = KafkaSpec.named(config)
+    off.checks_incrementally = False
+    before = asked[True]
+    _same(on, explore(off))
+    assert asked[True] == before
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
